@@ -1,0 +1,69 @@
+"""flux-chroma: ChromaDB as a safe, durable step inside Flux workflows.
+
+One Chroma server process owns the data directory; every Flux worker is a stateless
+``chromadb.HttpClient``. The tasks below are genuine Flux tasks configured with
+``.with_options(tenant=..., url=..., embedding_function=..., cache=True, ...)``.
+
+Data flows: connection -> naming/tenancy -> pinning -> embedding (+ cache) ->
+write/query -> plain JSON results.
+"""
+
+from flux_chroma._version import __version__
+from flux_chroma.embedding import EmbeddingCache, FastDefaultEmbedding
+from flux_chroma.errors import (
+    ChromaRequestError,
+    ChromaUnavailableError,
+    CollectionNotFoundError,
+    ConfigurationError,
+    DuplicateIdError,
+    EmbeddingMismatchError,
+    FluxChromaError,
+    InvalidDocumentError,
+    InvalidNameError,
+    InvalidQueryError,
+    ModelNotAvailableError,
+    OneOwnerError,
+    ServerStartError,
+    SourceChangedError,
+    TenantError,
+    UnpinnedCollectionError,
+)
+from flux_chroma.options import ChromaOptions
+from flux_chroma.server import ChromaServer
+from flux_chroma.settings import ConnectionSettings
+from flux_chroma.task import ChromaTask
+from flux_chroma.tasks import delete_collection, delete_documents, embed_and_add, list_collections, query
+
+__all__ = [
+    "__version__",
+    # tasks
+    "embed_and_add",
+    "query",
+    "list_collections",
+    "delete_collection",
+    "delete_documents",
+    "ChromaTask",
+    "ChromaOptions",
+    # infrastructure
+    "ChromaServer",
+    "ConnectionSettings",
+    "FastDefaultEmbedding",
+    "EmbeddingCache",
+    # errors
+    "FluxChromaError",
+    "ConfigurationError",
+    "OneOwnerError",
+    "InvalidNameError",
+    "TenantError",
+    "InvalidDocumentError",
+    "DuplicateIdError",
+    "InvalidQueryError",
+    "CollectionNotFoundError",
+    "EmbeddingMismatchError",
+    "UnpinnedCollectionError",
+    "ModelNotAvailableError",
+    "ChromaUnavailableError",
+    "ChromaRequestError",
+    "ServerStartError",
+    "SourceChangedError",
+]

@@ -1,0 +1,243 @@
+"""Resolve a tenant's collection by NAME, create it with a pin, and verify the pin.
+
+Collections are only ever looked up by their physical name inside the tenant's namespace,
+never by a caller-supplied id (Chroma's tenants and databases isolate names, not ids).
+A verified (collection, pin) pair is cached per process; the cache entry is dropped when the
+server says the collection is gone, so a collection dropped and recreated under the same
+name (new id) or a server restored from a snapshot is re-resolved, never served stale.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from flux_chroma.connection import database_exists_or_create, get_client
+from flux_chroma.errors import (
+    CollectionNotFoundError,
+    EmbeddingMismatchError,
+    UnpinnedCollectionError,
+    classify_chroma_error,
+)
+from flux_chroma.naming import Namespace
+from flux_chroma.pinning import DEFAULT_SPACE, SPACES, Pin, check_pin, ef_from_pin, pin_for
+from flux_chroma.settings import ConnectionSettings
+
+if TYPE_CHECKING:
+    from chromadb.api.models.Collection import Collection
+
+__all__ = ["Target", "Resolved", "open_collection", "forget_collection", "with_collection"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Target:
+    """Which collection an operation addresses.
+
+    Args:
+        settings: The server.
+        namespace: The tenant's namespace.
+        name: The tenant-relative collection name (validated by :meth:`Namespace.physical`).
+    """
+
+    settings: ConnectionSettings
+    namespace: Namespace
+    name: str
+
+    @property
+    def physical(self) -> str:
+        """The Chroma collection name (always inside the tenant's namespace)."""
+        return self.namespace.physical(self.name)
+
+    @property
+    def label(self) -> str:
+        """``tenant/name`` for messages."""
+        return f"{self.namespace.tenant}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A collection whose pin matches the embedding function in use.
+
+    Args:
+        collection: The chromadb Collection handle (embedding_function=None: flux-chroma
+            always passes vectors explicitly).
+        pin: The collection's pin.
+        ef: The embedding function to use for it.
+    """
+
+    collection: Collection
+    pin: Pin
+    ef: Any
+
+
+_lock = threading.Lock()
+_cache: dict[tuple[Any, ...], Resolved] = {}
+
+
+def _cache_key(target: Target, ef: Any, space: str | None) -> tuple[Any, ...]:
+    return (target.settings, target.namespace, target.physical, id(ef) if ef is not None else None, space)
+
+
+def forget_collection(target: Target) -> None:
+    """Drop every cached resolution of ``target`` in this process."""
+    physical = target.physical
+    with _lock:
+        for key in [k for k in _cache if k[0] == target.settings and k[2] == physical]:
+            _cache.pop(key, None)
+
+
+def _adopt(collection: Collection, pin: Pin, target: Target) -> Pin:
+    sample = collection.get(limit=1, include=["embeddings"])
+    embeddings = sample.get("embeddings")
+    if embeddings is not None and len(embeddings) > 0 and len(embeddings[0]) != pin.dimension:
+        raise EmbeddingMismatchError(
+            f"collection {target.label!r} holds {len(embeddings[0])}-dimensional vectors; the "
+            f"configured embedding function makes {pin.dimension}. It cannot be adopted."
+        )
+    metadata = dict(collection.metadata or {})
+    metadata.update(pin.to_metadata())
+    collection.modify(metadata=metadata)
+    return pin
+
+
+def _open(target: Target, ef: Any, space: str | None, *, create: bool, adopt: bool) -> Resolved:
+    settings, namespace, physical = target.settings, target.namespace, target.physical
+    database = namespace.database
+    action = f"open collection {target.label!r}"
+    try:
+        if database is not None and create:
+            database_exists_or_create(settings, database)
+        client = get_client(settings, database)
+        try:
+            collection = client.get_collection(physical, embedding_function=None)
+        except Exception as exc:  # noqa: BLE001 - classified below
+            mapped = classify_chroma_error(exc, action=action, url=settings.url)
+            if not isinstance(mapped, CollectionNotFoundError):
+                raise mapped from None
+            if not create:
+                raise CollectionNotFoundError(
+                    f"collection {target.name!r} of tenant {namespace.tenant!r} does not exist "
+                    "on the server. Ingest into it first (embed_and_add), or check the name."
+                ) from None
+            use_ef = ef if ef is not None else _default_ef()
+            pin = pin_for(use_ef, space or DEFAULT_SPACE)
+            collection = client.get_or_create_collection(
+                physical,
+                metadata={**pin.to_metadata(), "fc_tenant": namespace.tenant},
+                configuration={"hnsw": {"space": pin.space}},
+                embedding_function=use_ef,
+            )
+    except (CollectionNotFoundError, EmbeddingMismatchError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - one place maps client errors
+        raise classify_chroma_error(exc, action=action, url=settings.url) from None
+
+    pinned = Pin.from_metadata(collection.metadata)
+    if pinned is None:
+        if not adopt:
+            raise UnpinnedCollectionError(
+                f"collection {target.label!r} exists but was not created by flux-chroma (it has "
+                "no embedding pin), so flux-chroma cannot prove which model built it. Pass "
+                "adopt=True in the task options to pin it to the configured embedding function."
+            )
+        use_ef = ef if ef is not None else _default_ef()
+        pinned = _adopt(collection, pin_for(use_ef, space or DEFAULT_SPACE), target)
+        return Resolved(collection, pinned, use_ef)
+    use_ef = ef if ef is not None else ef_from_pin(pinned, collection=target.label)
+    configured = pin_for(use_ef, space or pinned.space)
+    check_pin(pinned, configured, collection=target.label)
+    return Resolved(collection, pinned, use_ef)
+
+
+def _default_ef() -> Any:
+    from flux_chroma.embedding import FastDefaultEmbedding
+
+    return FastDefaultEmbedding()
+
+
+def open_collection(
+    target: Target,
+    *,
+    ef: Any = None,
+    space: str | None = None,
+    create: bool,
+    adopt: bool = False,
+) -> Resolved:
+    """Resolve a tenant's collection by name and verify its pin (cached per process).
+
+    Args:
+        target: Server, tenant namespace and collection name.
+        ef: The configured embedding function, or ``None`` to use the pinned one (new
+            collections then use the fast default model).
+        space: Distance space for new collections (``None`` = the pinned or default one).
+        create: Create the collection (with a pin) when it does not exist.
+        adopt: Pin a collection created outside flux-chroma instead of refusing it.
+
+    Returns:
+        The verified collection, its pin and the embedding function to use.
+
+    Raises:
+        CollectionNotFoundError: Missing and ``create`` is False.
+        EmbeddingMismatchError: The configured function differs from the pin.
+        UnpinnedCollectionError: The collection has no pin and ``adopt`` is False.
+        ChromaUnavailableError: The server is unreachable.
+    """
+    if space is not None and space not in SPACES:
+        from flux_chroma.errors import ConfigurationError
+
+        raise ConfigurationError(f"space={space!r} is not supported; use one of {SPACES}.")
+    key = _cache_key(target, ef, space)
+    hit = _cache.get(key)
+    if hit is not None:
+        return hit
+    resolved = _open(target, ef, space, create=create, adopt=adopt)
+    with _lock:
+        _cache[key] = resolved
+    return resolved
+
+
+def with_collection(
+    target: Target,
+    operation: Callable[[Resolved], T],
+    *,
+    ef: Any = None,
+    space: str | None = None,
+    create: bool,
+    adopt: bool = False,
+    action: str,
+) -> T:
+    """Run ``operation`` on the resolved collection; re-resolve once if the server lost it.
+
+    A cached handle can point at a collection that was dropped and recreated (new id) or at a
+    server restored from an older snapshot. On a not-found answer the cache entry is dropped
+    and the collection resolved again by name; this is re-resolution, not a retry loop.
+
+    Args:
+        target: The collection.
+        operation: Called with the resolved collection; its chromadb errors are classified.
+        ef: Configured embedding function or ``None``.
+        space: Distance space for new collections.
+        create: Create when missing.
+        adopt: Adopt an unpinned collection.
+        action: What the operation does, for error messages.
+
+    Returns:
+        What ``operation`` returns.
+    """
+    for attempt in (1, 2):
+        resolved = open_collection(target, ef=ef, space=space, create=create, adopt=adopt)
+        try:
+            return operation(resolved)
+        except Exception as exc:  # noqa: BLE001 - classified in one place
+            mapped = classify_chroma_error(exc, action=action, url=target.settings.url)
+            if isinstance(mapped, CollectionNotFoundError) and attempt == 1:
+                forget_collection(target)
+                continue
+            if mapped is exc:
+                raise
+            raise mapped from None
+    raise AssertionError("unreachable")  # pragma: no cover

@@ -1,0 +1,56 @@
+"""Embedding functions, fingerprints and the host-wide embedding cache of flux-chroma.
+
+* :class:`FastDefaultEmbedding`: Chroma's default model (all-MiniLM-L6-v2), loaded once per
+  process and batched; same vectors (within 1e-5) and same identity (``"default"``).
+* :func:`ensure_model_available`: fail fast (never retried) when a local model is missing.
+* :func:`ef_identity`, :func:`compute_fingerprint`, :class:`Fingerprint`,
+  :func:`fingerprints_match`: what pins a collection to an embedding function.
+* :class:`EmbeddingCache`: vectors shared by every worker process on a host.
+* :class:`CachingEmbedder`: embed through the cache, with validation and truncation counts.
+"""
+
+from flux_chroma.embedding.cache import CACHE_DIR_ENV, CacheStats, EmbeddingCache, default_cache_dir
+from flux_chroma.embedding.embedder import CachingEmbedder, EmbedResult
+from flux_chroma.embedding.fast_default import (
+    MAX_TOKENS,
+    MODEL_DIR_ENV,
+    MODEL_FILES,
+    FastDefaultEmbedding,
+    chroma_default_model_dir,
+    ensure_model_available,
+    local_model_dir,
+)
+from flux_chroma.embedding.identity import (
+    CANARY_TEXTS,
+    DEFAULT_TOLERANCE,
+    Fingerprint,
+    clear_fingerprint_cache,
+    compute_fingerprint,
+    ef_identity,
+    fingerprint_from_vectors,
+    fingerprints_match,
+)
+
+__all__ = [
+    "CACHE_DIR_ENV",
+    "CANARY_TEXTS",
+    "DEFAULT_TOLERANCE",
+    "MAX_TOKENS",
+    "MODEL_DIR_ENV",
+    "MODEL_FILES",
+    "CacheStats",
+    "CachingEmbedder",
+    "EmbedResult",
+    "EmbeddingCache",
+    "FastDefaultEmbedding",
+    "Fingerprint",
+    "chroma_default_model_dir",
+    "clear_fingerprint_cache",
+    "compute_fingerprint",
+    "default_cache_dir",
+    "ef_identity",
+    "ensure_model_available",
+    "fingerprint_from_vectors",
+    "fingerprints_match",
+    "local_model_dir",
+]

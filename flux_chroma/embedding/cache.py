@@ -1,0 +1,313 @@
+"""A host-wide, process-safe embedding cache on diskcache (SQLite).
+
+Every worker process on a host opens the same folder; SQLite serialises writers. Entries are
+keyed ``f"{fingerprint_digest}:{sha256(text)}"`` so two embedding functions never share vectors.
+
+Values are raw bytes, never pickles::
+
+    b"FCE1" | dimension (uint32 LE) | check (16 bytes) | float32 LE payload
+
+``check`` is the first 16 bytes of SHA-256 over the key, magic, dimension and payload, so a
+flipped byte, a truncated value, a value copied under another key or a wrong dimension is a
+miss (and is overwritten by the next ``set_many``), never an exception or a wrong vector. The
+check is not a MAC: whoever can write the folder can plant vectors, so keep it private to the
+worker user (it is created mode 0700).
+
+:class:`SafeDisk` refuses every storage mode except raw bytes in SQLite: a row tampered to
+"pickle" mode is a miss, never unpickled, and file paths from the database are never opened
+or deleted. Any cache failure (locked or corrupt database, full disk) degrades to misses and
+is logged; the cache can never fail an embedding call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import struct
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Self
+
+import diskcache
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["CACHE_DIR_ENV", "CacheStats", "EmbeddingCache", "SafeDisk", "default_cache_dir"]
+
+log = logging.getLogger(__name__)
+
+CACHE_DIR_ENV = "FLUX_CHROMA_CACHE_DIR"
+"""Environment variable naming the cache folder."""
+
+_MAGIC = b"FCE1"
+_HEAD = struct.Struct("<4sI16s")
+_REFUSED = object()  # what SafeDisk returns instead of a non-raw value
+
+
+def default_cache_dir() -> Path:
+    """Return the cache folder used when none is given.
+
+    Returns:
+        ``$FLUX_CHROMA_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/flux-chroma/embeddings``,
+        else ``~/.cache/flux-chroma/embeddings``.
+    """
+    env = os.environ.get(CACHE_DIR_ENV, "").strip()
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    base = Path(xdg).expanduser() if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / "flux-chroma" / "embeddings"
+
+
+class SafeDisk(diskcache.Disk):  # type: ignore[misc]
+    """A diskcache ``Disk`` that only ever reads raw values stored inside SQLite.
+
+    Pickled keys or values, values in files and text files are refused (read as a miss);
+    ``remove`` ignores paths outside the cache folder. Our values are small bytes, which
+    diskcache stores raw in SQLite (``disk_min_file_size`` is set above any vector size).
+    """
+
+    def get(self, key: Any, raw: bool) -> Any:
+        """Return a raw key; a pickled key is never unpickled.
+
+        Args:
+            key: The database key.
+            raw: Whether the key is stored raw.
+
+        Returns:
+            The key, or a placeholder for a pickled key.
+        """
+        if not raw:
+            return _REFUSED
+        return super().get(key, raw)
+
+    def fetch(self, mode: int, filename: str | None, value: Any, read: bool) -> Any:
+        """Return a raw value; every other mode (pickle, file, text) gives a placeholder.
+
+        Args:
+            mode: diskcache storage mode of the row.
+            filename: File name of the row (never opened).
+            value: The database value.
+            read: Whether a file handle was requested (never honoured).
+
+        Returns:
+            ``bytes`` for a raw row, else a placeholder that the cache treats as a miss.
+        """
+        if mode != diskcache.core.MODE_RAW or read:
+            return _REFUSED
+        return bytes(value) if isinstance(value, (bytes, bytearray, memoryview)) else _REFUSED
+
+    def remove(self, file_path: str) -> None:
+        """Remove a value file, but only inside the cache folder.
+
+        Args:
+            file_path: Path relative to the cache folder.
+        """
+        root = os.path.realpath(self._directory)
+        target = os.path.realpath(os.path.join(root, file_path))
+        if os.path.commonpath([root, target]) == root and target != root:
+            super().remove(file_path)
+
+
+@dataclass
+class CacheStats:
+    """Counters of one :class:`EmbeddingCache` instance.
+
+    Attributes:
+        hits: Valid entries returned.
+        misses: Keys not found (or rejected).
+        rejected: Entries found but invalid (tampered, truncated, wrong dimension or mode).
+        errors: Cache operations that failed and were treated as misses / skipped writes.
+    """
+
+    hits: int = 0
+    misses: int = 0
+    rejected: int = 0
+    errors: int = 0
+
+
+def _key(digest: str, text: str) -> str:
+    return f"{digest}:{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()}"
+
+
+def _check(key: str, dimension: int, payload: bytes) -> bytes:
+    h = hashlib.sha256(key.encode())
+    h.update(_MAGIC)
+    h.update(struct.pack("<I", dimension))
+    h.update(payload)
+    return h.digest()[:16]
+
+
+def encode_entry(key: str, vector: npt.ArrayLike) -> bytes:
+    """Encode one vector as a cache value.
+
+    Args:
+        key: The cache key (bound into the checksum).
+        vector: A 1-D vector.
+
+    Returns:
+        Header plus float32 little-endian payload.
+    """
+    array = np.ascontiguousarray(np.asarray(vector, dtype="<f4").reshape(-1))
+    payload = array.tobytes()
+    return _HEAD.pack(_MAGIC, array.size, _check(key, array.size, payload)) + payload
+
+
+def decode_entry(key: str, value: Any, dimension: int) -> npt.NDArray[np.float32] | None:
+    """Decode a cache value, or return None when it is not a valid entry for ``key``.
+
+    Args:
+        key: The cache key the value was read under.
+        value: Whatever the cache returned.
+        dimension: The expected vector length.
+
+    Returns:
+        A writable float32 vector, or None (invalid, tampered, truncated, wrong dimension).
+    """
+    if not isinstance(value, bytes) or len(value) != _HEAD.size + 4 * dimension:
+        return None
+    magic, dim, check = _HEAD.unpack_from(value)
+    payload = value[_HEAD.size :]
+    if magic != _MAGIC or dim != dimension or check != _check(key, dim, payload):
+        return None
+    vector = np.frombuffer(payload, dtype="<f4").astype(np.float32)
+    return vector if bool(np.isfinite(vector).all()) else None
+
+
+class EmbeddingCache:
+    """Embedding vectors shared by every process on a host, with LRU eviction.
+
+    Args:
+        directory: Cache folder; default from :func:`default_cache_dir`.
+        size_limit: Bytes before least-recently-used entries are evicted (default 2 GiB).
+
+    A cache that cannot be opened (corrupt database, unwritable folder) logs a warning and
+    behaves as an always-empty cache.
+    """
+
+    def __init__(
+        self, directory: str | os.PathLike[str] | None = None, size_limit: int = 2 * 2**30
+    ):
+        self.directory = (
+            Path(directory).expanduser() if directory is not None else default_cache_dir()
+        )
+        self.size_limit = int(size_limit)
+        self.stats = CacheStats()
+        self._lock = threading.Lock()
+        self._cache: diskcache.Cache | None = None
+        self._pid = -1
+        self._disabled = False
+
+    def __repr__(self) -> str:
+        return f"EmbeddingCache(directory={str(self.directory)!r}, size_limit={self.size_limit})"
+
+    def _open(self) -> diskcache.Cache | None:
+        with self._lock:
+            if self._disabled:
+                return None
+            if self._cache is not None and self._pid == os.getpid():
+                return self._cache
+            # A connection inherited through fork() must not be used: open a fresh one.
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+                self._cache = diskcache.Cache(
+                    str(self.directory),
+                    size_limit=self.size_limit,
+                    eviction_policy="least-recently-used",
+                    disk=SafeDisk,
+                    disk_min_file_size=2**30,
+                    statistics=False,
+                    timeout=60,
+                )
+                self._pid = os.getpid()
+            except Exception as exc:  # noqa: BLE001 - a broken cache must not fail embedding
+                self._disabled = True
+                self.stats.errors += 1
+                log.warning("embedding cache %s disabled: cannot open it (%s)", self.directory, exc)
+                return None
+            return self._cache
+
+    def get_many(
+        self, digest: str, texts: Sequence[str], dimension: int
+    ) -> list[npt.NDArray[np.float32] | None]:
+        """Look texts up.
+
+        Args:
+            digest: The embedding function's fingerprint digest.
+            texts: The texts.
+            dimension: The expected vector length.
+
+        Returns:
+            One float32 vector or None (miss) per text, in order.
+        """
+        result: list[npt.NDArray[np.float32] | None] = [None] * len(texts)
+        cache = self._open() if texts else None
+        if cache is None:
+            self.stats.misses += len(texts)
+            return result
+        keys = [_key(digest, t) for t in texts]
+        try:
+            with cache.transact():  # one transaction for all LRU access-time updates
+                raw = [cache.get(k, default=None) for k in keys]
+        except Exception as exc:  # noqa: BLE001 - a broken cache must not fail embedding
+            self.stats.errors += 1
+            self.stats.misses += len(texts)
+            log.warning(
+                "embedding cache %s read failed, treated as misses (%s)", self.directory, exc
+            )
+            return result
+        for i, (key, value) in enumerate(zip(keys, raw, strict=True)):
+            vector = decode_entry(key, value, dimension) if value is not None else None
+            if vector is None:
+                self.stats.misses += 1
+                if value is not None:
+                    self.stats.rejected += 1
+            else:
+                self.stats.hits += 1
+                result[i] = vector
+        return result
+
+    def set_many(self, digest: str, texts: Sequence[str], vectors: npt.ArrayLike) -> None:
+        """Store vectors (overwriting any entry, valid or not), in one transaction.
+
+        Args:
+            digest: The embedding function's fingerprint digest.
+            texts: The texts.
+            vectors: One vector per text (a 2-D array or a list of 1-D arrays).
+
+        Raises:
+            ValueError: ``texts`` and ``vectors`` differ in length.
+        """
+        rows = list(np.asarray(vectors)) if isinstance(vectors, np.ndarray) else list(vectors)  # type: ignore[arg-type]
+        if len(rows) != len(texts):
+            raise ValueError(f"{len(texts)} texts but {len(rows)} vectors")
+        cache = self._open() if texts else None
+        if cache is None:
+            return
+        keys = [_key(digest, t) for t in texts]
+        entries = [(k, encode_entry(k, v)) for k, v in zip(keys, rows, strict=True)]
+        try:
+            with cache.transact():
+                for key, value in entries:
+                    cache.set(key, value)
+        except Exception as exc:  # noqa: BLE001 - a broken cache must not fail embedding
+            self.stats.errors += 1
+            log.warning("embedding cache %s write skipped (%s)", self.directory, exc)
+
+    def close(self) -> None:
+        """Close this process' database connection (the cache can be reopened by using it)."""
+        with self._lock:
+            if self._cache is not None and self._pid == os.getpid():
+                self._cache.close()
+            self._cache = None
+
+    def __enter__(self) -> Self:
+        """Return self (``with EmbeddingCache() as cache:``)."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Close the connection."""
+        self.close()

@@ -1,0 +1,197 @@
+"""Embed texts through an optional host-wide cache, with validation and truncation counts."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from flux_chroma.embedding.cache import EmbeddingCache
+from flux_chroma.embedding.fast_default import (
+    MAX_TOKENS,
+    FastDefaultEmbedding,
+    ensure_model_available,
+    local_model_dir,
+)
+from flux_chroma.embedding.identity import compute_fingerprint
+from flux_chroma.errors import InvalidDocumentError
+
+__all__ = ["CachingEmbedder", "EmbedResult"]
+
+
+@dataclass(frozen=True)
+class EmbedResult:
+    """The outcome of :meth:`CachingEmbedder.embed`.
+
+    Attributes:
+        vectors: float32 array of shape ``(len(texts), dimension)``, in input order.
+        hits: Distinct texts served from the cache.
+        misses: Distinct texts embedded by the model (identical texts count once).
+        seconds: Time spent in the embedding function (cache lookups excluded).
+        truncated: Input texts longer than the model's token limit (0 when unknown).
+        truncated_indices: Their positions in the input.
+        truncation_checked: True when the embedding function's tokenizer was consulted
+            (FastDefaultEmbedding and Chroma's default); False means "unknown".
+    """
+
+    vectors: npt.NDArray[np.float32]
+    hits: int
+    misses: int
+    seconds: float
+    truncated: int = 0
+    truncated_indices: tuple[int, ...] = ()
+    truncation_checked: bool = False
+
+
+class CachingEmbedder:
+    """Wrap a Chroma embedding function with a cache, validation and truncation counting.
+
+    Args:
+        ef: Any Chroma embedding function (called with a list of strings).
+        cache: Optional host-wide :class:`EmbeddingCache`.
+        digest: Cache namespace: a fingerprint digest. Pass the collection pin's digest
+            (after checking the pin with ``fingerprints_match``) so every worker shares one
+            namespace. Default: the digest of ``compute_fingerprint(ef)``.
+        dimension: Required vector length. Default: ``compute_fingerprint(ef).dimension``.
+        count_tokens: Count texts beyond the token limit when the function's tokenizer is
+            known (costs one extra tokenizer pass, no model run).
+    """
+
+    def __init__(
+        self,
+        ef: Any,
+        cache: EmbeddingCache | None = None,
+        *,
+        digest: str | None = None,
+        dimension: int | None = None,
+        count_tokens: bool = True,
+    ) -> None:
+        self.ef = ef
+        self.cache = cache
+        self._digest = digest
+        self._dimension = dimension
+        self._counter: FastDefaultEmbedding | None = None
+        if count_tokens:
+            if isinstance(ef, FastDefaultEmbedding):
+                self._counter = ef
+            else:
+                folder = local_model_dir(ef)
+                if folder is not None:
+                    self._counter = FastDefaultEmbedding(model_dir=folder)
+
+    def __repr__(self) -> str:
+        return f"CachingEmbedder(ef={type(self.ef).__name__}, cache={self.cache!r})"
+
+    def _namespace(self) -> tuple[str, int]:
+        """The cache digest and the dimension (fingerprinting ``ef`` if either is missing)."""
+        if self._digest is None or self._dimension is None:
+            fingerprint = compute_fingerprint(self.ef)
+            if self._digest is None:
+                self._digest = fingerprint.digest
+            if self._dimension is None:
+                self._dimension = fingerprint.dimension
+        return self._digest, self._dimension
+
+    def embed(self, texts: Sequence[str]) -> EmbedResult:
+        """Embed texts, serving repeats from the cache and embedding each distinct text once.
+
+        Args:
+            texts: The texts (strings; may be empty).
+
+        Returns:
+            The vectors and counters.
+
+        Raises:
+            InvalidDocumentError: A text is not a string, or the function returned a vector of
+                the wrong dimension or with NaN/inf values (the message names the position).
+            ModelNotAvailableError: A local model's files are missing (checked before any call).
+        """
+        items = list(texts)
+        for i, text in enumerate(items):
+            if not isinstance(text, str):
+                raise InvalidDocumentError(
+                    f"Document #{i} is a {type(text).__name__}, not a string; only text can be "
+                    "embedded."
+                )
+        ensure_model_available(self.ef)
+        digest, dim = self._namespace()
+        first: dict[str, int] = {}
+        unique: list[str] = []
+        for text in items:
+            if text not in first:
+                first[text] = len(unique)
+                unique.append(text)
+        found: list[npt.NDArray[np.float32] | None] = [None] * len(unique)
+        if self.cache is not None and unique:
+            found = self.cache.get_many(digest, unique, dim)
+        todo = [u for u, vector in enumerate(found) if vector is None]
+        seconds = 0.0
+        if todo:
+            todo_texts = [unique[u] for u in todo]
+            start = time.perf_counter()
+            computed = self._compute(todo_texts)
+            seconds = time.perf_counter() - start
+            rows = self._validate(computed, todo_texts, dim, items)
+            for u, row in zip(todo, rows, strict=True):
+                found[u] = row
+            if self.cache is not None:
+                self.cache.set_many(digest, todo_texts, rows)
+        matrix = np.empty((len(unique), dim), dtype=np.float32)
+        for u, vector in enumerate(found):
+            matrix[u] = vector
+        vectors = matrix[[first[t] for t in items]] if items else np.zeros((0, dim), np.float32)
+        truncated: tuple[int, ...] = ()
+        if self._counter is not None and unique:
+            counts = self._counter.token_counts(unique)
+            truncated = tuple(i for i, t in enumerate(items) if counts[first[t]] > MAX_TOKENS)
+        return EmbedResult(
+            vectors=vectors,
+            hits=len(unique) - len(todo),
+            misses=len(todo),
+            seconds=seconds,
+            truncated=len(truncated),
+            truncated_indices=truncated,
+            truncation_checked=self._counter is not None,
+        )
+
+    def _compute(self, texts: list[str]) -> list[Any]:
+        if isinstance(self.ef, FastDefaultEmbedding):
+            return list(self.ef.embed(texts))
+        return list(self.ef(texts))
+
+    @staticmethod
+    def _validate(
+        computed: list[Any], texts: list[str], dim: int, items: list[str]
+    ) -> list[npt.NDArray[np.float32]]:
+        def where(j: int) -> str:
+            return f"document #{items.index(texts[j])}"
+
+        if len(computed) != len(texts):
+            raise InvalidDocumentError(
+                f"The embedding function returned {len(computed)} vectors for {len(texts)} "
+                "documents; it must return exactly one per document."
+            )
+        rows: list[npt.NDArray[np.float32]] = []
+        for j, vector in enumerate(computed):
+            try:
+                row = np.asarray(vector, dtype=np.float32)
+            except (TypeError, ValueError) as exc:
+                raise InvalidDocumentError(
+                    f"The embedding function returned a non-numeric vector for {where(j)} ({exc})."
+                ) from exc
+            if row.shape != (dim,):
+                raise InvalidDocumentError(
+                    f"The embedding function returned a vector of shape {row.shape} for "
+                    f"{where(j)}; the collection's embeddings have dimension {dim}."
+                )
+            if not bool(np.isfinite(row).all()):
+                raise InvalidDocumentError(
+                    f"The embedding function returned NaN or infinite values for {where(j)}; "
+                    "check the text (e.g. empty or binary content) or the model."
+                )
+            rows.append(row)
+        return rows

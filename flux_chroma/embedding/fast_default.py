@@ -1,0 +1,448 @@
+"""A fast, drop-in replacement for Chroma's default embedding function.
+
+Chroma's ``DefaultEmbeddingFunction`` (ONNX ``all-MiniLM-L6-v2``) builds a new ONNX session on
+every call and pads every text to 256 tokens. :class:`FastDefaultEmbedding` runs the same model
+with the same tokenizer, truncation (256 tokens), masked mean pooling and L2 normalisation, but
+
+* loads the ONNX session and tokenizer once per process (thread-safe, keyed by model folder),
+* sorts texts by token length and pads each batch only to its longest text,
+* restores the input order.
+
+Masked mean pooling ignores padding, so the vectors equal Chroma's within ~1e-7. Its ``name()``
+is ``"default"`` with config ``{}``: Chroma persists and compares it exactly like its own default.
+
+It never downloads anything. Model files are looked up in: the ``model_dir`` argument, else
+``$FLUX_CHROMA_MODEL_DIR`` and then Chroma's cache (``~/.cache/chroma/onnx_models/
+all-MiniLM-L6-v2/onnx``). Missing files raise :class:`~flux_chroma.errors.ModelNotAvailableError`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+import numpy.typing as npt
+from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
+
+from flux_chroma.errors import ConfigurationError, ModelNotAvailableError
+
+__all__ = [
+    "MAX_TOKENS",
+    "MODEL_DIR_ENV",
+    "MODEL_FILES",
+    "FastDefaultEmbedding",
+    "chroma_default_model_dir",
+    "ensure_model_available",
+    "local_model_dir",
+    "model_not_available_error",
+]
+
+MODEL_DIR_ENV = "FLUX_CHROMA_MODEL_DIR"
+"""Environment variable naming a folder that holds the six model files."""
+
+MODEL_FILES = (
+    "config.json",
+    "model.onnx",
+    "special_tokens_map.json",
+    "tokenizer_config.json",
+    "tokenizer.json",
+    "vocab.txt",
+)
+"""The six files of Chroma's ``onnx`` model folder (Chroma downloads when any is missing)."""
+
+MAX_TOKENS = 256
+"""Token limit (special tokens included); longer texts are truncated, as Chroma does."""
+
+_REQUIRED = ("model.onnx", "tokenizer.json")  # the files this module actually reads
+_MODEL_NAME = "all-MiniLM-L6-v2"
+
+
+def chroma_default_model_dir() -> Path:
+    """Return the folder where Chroma's default embedding function expects its model.
+
+    Returns:
+        ``ONNXMiniLM_L6_V2.DOWNLOAD_PATH / "onnx"`` (read at call time), or
+        ``~/.cache/chroma/onnx_models/all-MiniLM-L6-v2/onnx`` if that class is unavailable.
+    """
+    try:
+        from chromadb.utils.embedding_functions.onnx_mini_lm_l6_v2 import ONNXMiniLM_L6_V2
+
+        return Path(ONNXMiniLM_L6_V2.DOWNLOAD_PATH) / ONNXMiniLM_L6_V2.EXTRACTED_FOLDER_NAME
+    except (ImportError, AttributeError):  # pragma: no cover - chromadb layout changed
+        return Path.home() / ".cache" / "chroma" / "onnx_models" / _MODEL_NAME / "onnx"
+
+
+def _missing(folder: Path, names: Sequence[str]) -> list[str]:
+    return [n for n in names if not (folder / n).is_file()]
+
+
+def model_not_available_error(
+    owner: str, looked: Sequence[tuple[Path, Sequence[str]]]
+) -> ModelNotAvailableError:
+    """Build the error raised when the model files are not on this machine.
+
+    Args:
+        owner: Which embedding function needed them, e.g. ``"FastDefaultEmbedding"``.
+        looked: Every folder looked in, each with the file names missing there.
+
+    Returns:
+        A :class:`ModelNotAvailableError` naming every folder and how to fix it.
+    """
+    where = "; ".join(f"{p} (missing: {', '.join(m)})" for p, m in looked)
+    target = looked[-1][0] if looked else chroma_default_model_dir()
+    return ModelNotAvailableError(
+        f"{owner} needs the {_MODEL_NAME} ONNX model files, but they are not on this machine. "
+        f"Looked in: {where}. Fix one of: (1) copy the six files ({', '.join(MODEL_FILES)}) "
+        f"into {target}, e.g. `mkdir -p {target} && cp /path/to/onnx/* {target}/`; "
+        f"(2) set {MODEL_DIR_ENV} to a folder holding them; (3) on a machine with internet, "
+        "run chromadb's DefaultEmbeddingFunction once so Chroma downloads them, then copy that "
+        "folder here. flux-chroma never downloads models, and this error is not retried."
+    )
+
+
+def local_model_dir(ef: Any) -> Path | None:
+    """Return the folder a local all-MiniLM-L6-v2 embedding function reads its model from.
+
+    Args:
+        ef: An embedding function.
+
+    Returns:
+        The model folder for :class:`FastDefaultEmbedding` (its first usable candidate, or
+        its first candidate when none is usable), Chroma's ``ONNXMiniLM_L6_V2`` (its
+        ``DOWNLOAD_PATH``, instance attribute included) and ``DefaultEmbeddingFunction``;
+        None for any other embedding function.
+    """
+    if isinstance(ef, FastDefaultEmbedding):
+        try:
+            return ef.ensure_available()
+        except ModelNotAvailableError:
+            return ef.candidate_dirs[0]
+    try:
+        from chromadb.api.types import DefaultEmbeddingFunction
+        from chromadb.utils.embedding_functions.onnx_mini_lm_l6_v2 import ONNXMiniLM_L6_V2
+    except (ImportError, AttributeError):  # pragma: no cover - chromadb layout changed
+        return None
+    if isinstance(ef, ONNXMiniLM_L6_V2):
+        return Path(ef.DOWNLOAD_PATH) / ef.EXTRACTED_FOLDER_NAME
+    if isinstance(ef, DefaultEmbeddingFunction):
+        return chroma_default_model_dir()
+    return None
+
+
+def ensure_model_available(ef: Any) -> None:
+    """Fail fast, before any call, when a local ONNX model's files are missing.
+
+    Chroma's ``DefaultEmbeddingFunction`` / ``ONNXMiniLM_L6_V2`` download missing files on
+    first use; offline that surfaces as ``httpx.ConnectError``, which looks transient and gets
+    retried forever. This check turns it into a permanent :class:`ModelNotAvailableError`.
+
+    Args:
+        ef: Any embedding function; only :class:`FastDefaultEmbedding` and Chroma's
+            default / ``ONNXMiniLM_L6_V2`` are checked, others pass unchecked.
+
+    Raises:
+        ModelNotAvailableError: A checked function's model files are missing (the message
+            names the folder and how to fix it).
+    """
+    if isinstance(ef, FastDefaultEmbedding):
+        ef.ensure_available()
+        return
+    folder = local_model_dir(ef)
+    if folder is None:
+        return
+    missing = _missing(folder, MODEL_FILES)  # Chroma downloads when ANY of the six is missing
+    if missing:
+        raise model_not_available_error(type(ef).__name__, [(folder, missing)])
+
+
+@dataclass(frozen=True)
+class _Tokenizers:
+    truncating: Any  # tokenizers.Tokenizer: truncation at MAX_TOKENS, no padding
+    counting: Any  # tokenizers.Tokenizer: no truncation, no padding
+
+
+_TOKENIZERS: dict[str, _Tokenizers] = {}
+_SESSIONS: dict[tuple[int, str], Any] = {}  # (pid, folder) -> onnxruntime.InferenceSession
+_LOCK = threading.Lock()
+
+
+def _cpu_threads() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _load_tokenizers(folder: Path) -> _Tokenizers:
+    key = str(folder)
+    with _LOCK:
+        cached = _TOKENIZERS.get(key)
+        if cached is None:
+            from tokenizers import Tokenizer
+
+            path = str(folder / "tokenizer.json")
+            try:
+                truncating = Tokenizer.from_file(path)
+                counting = Tokenizer.from_file(path)
+            except Exception as exc:
+                raise ModelNotAvailableError(
+                    f"The tokenizer file {path} could not be loaded ({type(exc).__name__}: "
+                    f"{exc}). Replace the model folder {folder} with an intact copy."
+                ) from exc
+            # Same settings as Chroma's ONNXMiniLM_L6_V2, minus the fixed padding to 256.
+            truncating.enable_truncation(max_length=MAX_TOKENS)
+            truncating.no_padding()
+            counting.no_truncation()
+            counting.no_padding()
+            cached = _Tokenizers(truncating=truncating, counting=counting)
+            _TOKENIZERS[key] = cached
+        return cached
+
+
+def _load_session(folder: Path) -> Any:
+    key = (os.getpid(), str(folder))  # ONNX thread pools do not survive fork(): one per process
+    with _LOCK:
+        session = _SESSIONS.get(key)
+        if session is None:
+            import onnxruntime as ort
+
+            options = ort.SessionOptions()
+            options.log_severity_level = 3
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            options.intra_op_num_threads = _cpu_threads()
+            options.inter_op_num_threads = 1
+            path = str(folder / "model.onnx")
+            try:
+                session = ort.InferenceSession(
+                    path, sess_options=options, providers=["CPUExecutionProvider"]
+                )
+            except Exception as exc:
+                raise ModelNotAvailableError(
+                    f"The ONNX model {path} could not be loaded ({type(exc).__name__}: {exc}). "
+                    f"Replace the model folder {folder} with an intact copy."
+                ) from exc
+            _SESSIONS[key] = session
+        return session
+
+
+class FastDefaultEmbedding(EmbeddingFunction[Documents]):
+    """Chroma's default embedding (all-MiniLM-L6-v2, 384 dims), loaded once and batched.
+
+    Args:
+        model_dir: Folder holding the model files. When given, only this folder is used.
+            Default: ``$FLUX_CHROMA_MODEL_DIR`` if set, then Chroma's model cache.
+        batch_size: Texts per ONNX run (texts are sorted by length first).
+
+    Raises:
+        ConfigurationError: ``batch_size`` is not a positive integer.
+
+    The model is loaded lazily on the first call; :meth:`ensure_available` checks the files
+    without loading. Instances hold only paths, so they pickle cheaply.
+    """
+
+    def __init__(self, model_dir: str | os.PathLike[str] | None = None, batch_size: int = 32):
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigurationError(f"batch_size must be a positive integer, got {batch_size!r}.")
+        self.batch_size = batch_size
+        if model_dir is not None:
+            candidates = [Path(model_dir).expanduser()]
+        else:
+            candidates = []
+            env = os.environ.get(MODEL_DIR_ENV, "").strip()
+            if env:
+                candidates.append(Path(env).expanduser())
+            candidates.append(chroma_default_model_dir())
+        self._candidates = tuple(candidates)
+        self._resolved: Path | None = None
+
+    def __repr__(self) -> str:
+        where = self._resolved or " | ".join(str(p) for p in self._candidates)
+        return f"FastDefaultEmbedding(model_dir={str(where)!r}, batch_size={self.batch_size})"
+
+    # -- model files ------------------------------------------------------------------------
+
+    @property
+    def candidate_dirs(self) -> tuple[Path, ...]:
+        """Folders searched for the model files, in order."""
+        return self._candidates
+
+    def ensure_available(self) -> Path:
+        """Check that the model files exist, without loading them.
+
+        Returns:
+            The model folder that will be used.
+
+        Raises:
+            ModelNotAvailableError: No candidate folder holds ``model.onnx`` and
+                ``tokenizer.json``; the message lists every folder looked in.
+        """
+        if self._resolved is not None and not _missing(self._resolved, _REQUIRED):
+            return self._resolved
+        looked: list[tuple[Path, Sequence[str]]] = []
+        for folder in self._candidates:
+            missing = _missing(folder, _REQUIRED)
+            if not missing:
+                self._resolved = folder.resolve()
+                return self._resolved
+            looked.append((folder, missing))
+        raise model_not_available_error("FastDefaultEmbedding", looked)
+
+    @property
+    def model_dir(self) -> Path:
+        """The model folder in use (see :meth:`ensure_available`)."""
+        return self.ensure_available()
+
+    # -- embedding --------------------------------------------------------------------------
+
+    def __call__(self, input: Documents) -> Embeddings:
+        """Embed documents exactly like Chroma's ``DefaultEmbeddingFunction``.
+
+        Args:
+            input: The texts.
+
+        Returns:
+            One float32 numpy array (384 values) per text, in input order.
+        """
+        return cast(Embeddings, list(self.embed(input)))
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Embed texts into a 2-D float32 array (one row per text, input order).
+
+        Args:
+            texts: The texts; an empty sequence gives an array of shape ``(0, 384)``.
+
+        Returns:
+            L2-normalised float32 vectors, shape ``(len(texts), 384)``.
+
+        Raises:
+            ModelNotAvailableError: The model files are missing or unreadable.
+            TypeError: An item is not a string.
+        """
+        folder = self.ensure_available()
+        tokenizers = _load_tokenizers(folder)
+        session = _load_session(folder)
+        items = list(texts)
+        if not items:
+            dim = int(session.get_outputs()[0].shape[-1])
+            return np.zeros((0, dim), dtype=np.float32)
+        for i, text in enumerate(items):
+            if not isinstance(text, str):
+                raise TypeError(f"text #{i} is a {type(text).__name__}, not a str")
+        encodings = tokenizers.truncating.encode_batch(items, add_special_tokens=True)
+        lengths = np.array([len(e.ids) for e in encodings])
+        order = np.argsort(-lengths, kind="stable")
+        out: npt.NDArray[np.float32] | None = None
+        for start in range(0, len(items), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            width = int(lengths[rows].max())
+            ids = np.zeros((len(rows), width), dtype=np.int64)
+            mask = np.zeros((len(rows), width), dtype=np.int64)
+            for r, idx in enumerate(rows):
+                enc = encodings[idx]
+                ids[r, : len(enc.ids)] = enc.ids
+                mask[r, : len(enc.ids)] = enc.attention_mask
+            hidden = session.run(
+                None,
+                {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+            )[0]
+            vectors = _pool(hidden, mask)
+            if out is None:
+                out = np.empty((len(items), vectors.shape[1]), dtype=np.float32)
+            out[rows] = vectors
+        assert out is not None
+        return out
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """Count the tokens of each text before truncation (special tokens included).
+
+        A text with a count above :meth:`max_tokens` is truncated when embedded (by this
+        class and by Chroma's default alike). Loads only the tokenizer.
+
+        Args:
+            texts: The texts.
+
+        Returns:
+            One token count per text, in input order.
+
+        Raises:
+            ModelNotAvailableError: The model files are missing.
+        """
+        items = list(texts)
+        if not items:
+            return []
+        tokenizers = _load_tokenizers(self.ensure_available())
+        return [len(e.ids) for e in tokenizers.counting.encode_batch(items)]
+
+    def count_truncated(self, texts: Sequence[str]) -> int:
+        """Count the texts longer than the model's token limit.
+
+        Args:
+            texts: The texts.
+
+        Returns:
+            How many texts are truncated to :data:`MAX_TOKENS` tokens when embedded.
+        """
+        return sum(1 for n in self.token_counts(texts) if n > MAX_TOKENS)
+
+    # -- Chroma EmbeddingFunction protocol --------------------------------------------------
+
+    @staticmethod
+    def name() -> str:
+        """Return ``"default"``: Chroma treats this class as its own default identity."""
+        return "default"
+
+    def get_config(self) -> dict[str, Any]:
+        """Return ``{}`` (like Chroma's default; the model folder is a local detail)."""
+        return {}
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> FastDefaultEmbedding:
+        """Build an instance from a persisted config (which is always ``{}``).
+
+        Args:
+            config: The persisted config (ignored).
+
+        Returns:
+            A new :class:`FastDefaultEmbedding` with default settings.
+        """
+        return FastDefaultEmbedding()
+
+    @staticmethod
+    def validate_config(config: dict[str, Any]) -> None:
+        """Accept any config, as Chroma's default does.
+
+        Args:
+            config: The config to validate.
+        """
+
+    def is_legacy(self) -> bool:
+        """Return False: this class implements the full config protocol."""
+        return False
+
+    def max_tokens(self) -> int:
+        """Return the token limit (256, special tokens included)."""
+        return MAX_TOKENS
+
+    def default_space(self) -> Space:
+        """Return ``"l2"``, the space Chroma's ``DefaultEmbeddingFunction`` reports."""
+        return "l2"
+
+    def supported_spaces(self) -> list[Space]:
+        """Return the spaces the normalised vectors support."""
+        return ["cosine", "l2", "ip"]
+
+
+def _pool(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+    """Masked mean pooling and L2 normalisation, with Chroma's float64 arithmetic."""
+    weights = mask[:, :, np.newaxis].astype(np.float64)
+    summed = np.sum(hidden.astype(np.float64) * weights, axis=1)
+    counts = np.clip(weights.sum(axis=1), a_min=1e-9, a_max=None)
+    mean = summed / counts
+    norm = np.linalg.norm(mean, axis=1)
+    norm[norm == 0] = 1e-12
+    return cast(npt.NDArray[np.float32], (mean / norm[:, np.newaxis]).astype(np.float32))

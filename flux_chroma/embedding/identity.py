@@ -1,0 +1,298 @@
+"""Embedding-function identity and behavioural fingerprint, used to pin collections.
+
+Identity (:func:`ef_identity`) is what Chroma itself persists: ``name()`` and ``get_config()``.
+It cannot tell two models apart behind the same name, so a collection is also pinned to a
+:class:`Fingerprint` of what the function *does*: it embeds the fixed :data:`CANARY_TEXTS`.
+
+Fingerprint design:
+
+* ``probe``: 64 numbers. Probe ``j`` is a fixed pseudo-random +/-1 projection of the
+  concatenated canary vectors, divided by sqrt(total length) (signs come from SHA-256, so they
+  are identical on every platform and NumPy version). Every component of every canary vector
+  contributes. Stored rounded to 6 decimals.
+* ``digest``: first 16 hex chars of SHA-256 over the dimension and the probes rounded to
+  2 decimals. It keys the embedding cache and is a quick equality hint.
+* ``dimension``: the vector length.
+
+:func:`fingerprints_match` is the authority: equal dimension and every probe within
+``tolerance`` (default 1e-3). Equivalent implementations of one model (this package's
+``FastDefaultEmbedding`` and Chroma's default; another CPU) differ by ~1e-7 and match; a
+different model (or an int8-quantised copy) differs by >= 1e-2 and does not. A coarse digest
+cannot be free of rounding boundaries: two implementations can, rarely (about 64 x 2 x 1e-7 /
+0.01, i.e. ~1e-3), land on both sides of one, which only splits the cache (never a wrong hit,
+since a different model changes many of the 64 rounded probes). Never compare digests for
+pinning; call :func:`fingerprints_match`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from flux_chroma.embedding.fast_default import (
+    FastDefaultEmbedding,
+    ensure_model_available,
+    local_model_dir,
+)
+from flux_chroma.errors import ConfigurationError, InvalidDocumentError
+
+__all__ = [
+    "CANARY_TEXTS",
+    "DEFAULT_TOLERANCE",
+    "Fingerprint",
+    "clear_fingerprint_cache",
+    "compute_fingerprint",
+    "ef_identity",
+    "fingerprint_from_vectors",
+    "fingerprints_match",
+]
+
+CANARY_TEXTS: tuple[str, ...] = (
+    "The quick brown fox jumps over the lazy dog.",
+    "Flux workflows store their documents in a Chroma collection.",
+    "Quarterly revenue grew 12% while operating costs fell in Q3 2024.",
+    "Ünïcödé façade: 東京の天気は晴れです 🌤",
+)
+"""Fixed texts embedded to fingerprint an embedding function. Never change them."""
+
+DEFAULT_TOLERANCE = 1e-3
+"""Largest probe difference for which two fingerprints still match."""
+
+_FORMAT = 1
+_PROBES = 64
+_DIGEST_DECIMALS = 2
+_PROBE_DECIMALS = 6
+_SIGN_BYTES: dict[int, npt.NDArray[np.float64]] = {}
+
+
+def _json_safe(value: Any) -> Any:
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
+
+
+def ef_identity(ef: Any) -> dict[str, Any]:
+    """Return the identity Chroma persists for an embedding function.
+
+    Args:
+        ef: Any embedding function (Chroma 1.x style or legacy, even a plain callable).
+
+    Returns:
+        ``{"name": str, "config": dict}``. ``config`` is JSON-safe (non-JSON values become
+        strings). A legacy function (no ``name()``) is named by its class' module and
+        qualified name, with config ``{}``; an unsupported ``get_config()`` gives ``{}``.
+    """
+    name: Any = NotImplemented
+    getter = getattr(ef, "name", None)
+    if callable(getter):
+        try:
+            name = getter()
+        except Exception:  # noqa: BLE001 - any EF, any failure: treat as legacy
+            name = NotImplemented
+    if not isinstance(name, str) or not name:
+        cls = type(ef)
+        return {"name": f"{cls.__module__}.{cls.__qualname__}", "config": {}}
+    config: Any = {}
+    get_config = getattr(ef, "get_config", None)
+    if callable(get_config):
+        try:
+            config = get_config()
+        except Exception:  # noqa: BLE001 - any EF, any failure: no config
+            config = {}
+    if not isinstance(config, dict):
+        config = {}
+    return {"name": name, "config": _json_safe(config)}
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """What an embedding function does to the canary texts.
+
+    Attributes:
+        digest: 16 hex chars; keys the embedding cache. Not for pin checks.
+        dimension: Vector length.
+        probe: 64 projections of the canary vectors (6 decimals); compared with tolerance.
+    """
+
+    digest: str
+    dimension: int
+    probe: tuple[float, ...] = ()
+
+    def to_json(self) -> str:
+        """Serialise to a compact JSON string (about 700 characters).
+
+        Returns:
+            A string fit for a Chroma metadata value.
+        """
+        return json.dumps(
+            {"v": _FORMAT, "digest": self.digest, "dim": self.dimension, "probe": self.probe},
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Fingerprint:
+        """Parse a string made by :meth:`to_json`.
+
+        Args:
+            text: The JSON string.
+
+        Returns:
+            The fingerprint.
+
+        Raises:
+            ConfigurationError: The text is not a fingerprint of a known format.
+        """
+        try:
+            data = json.loads(text)
+            if not isinstance(data, dict) or data.get("v") != _FORMAT:
+                raise ValueError(
+                    f"unknown format {data.get('v') if isinstance(data, dict) else data!r}"
+                )
+            digest, dim, probe = data["digest"], data["dim"], data.get("probe", [])
+            if not isinstance(digest, str) or not isinstance(dim, int) or dim < 1:
+                raise ValueError("bad digest or dimension")
+            values = tuple(float(x) for x in probe)
+            if any(not math.isfinite(x) for x in values):
+                raise ValueError("non-finite probe")
+        except (ValueError, TypeError, KeyError) as exc:
+            raise ConfigurationError(
+                f"Stored embedding fingerprint {text[:80]!r} is unreadable ({exc}); the pin "
+                "was written by another flux-chroma version or edited by hand."
+            ) from exc
+        return cls(digest=digest, dimension=dim, probe=values)
+
+
+def fingerprints_match(
+    a: Fingerprint, b: Fingerprint, tolerance: float = DEFAULT_TOLERANCE
+) -> bool:
+    """Tell whether two fingerprints come from equivalent embedding functions.
+
+    Args:
+        a: One fingerprint.
+        b: The other.
+        tolerance: Largest allowed absolute difference of any probe.
+
+    Returns:
+        True when the dimensions agree and every probe is within ``tolerance`` (digests are
+        compared only when a fingerprint carries no probe).
+    """
+    if a.dimension != b.dimension:
+        return False
+    if not a.probe or not b.probe or len(a.probe) != len(b.probe):
+        return a.digest == b.digest
+    return max(abs(x - y) for x, y in zip(a.probe, b.probe, strict=True)) <= tolerance
+
+
+def _signs(length: int) -> npt.NDArray[np.float64]:
+    """A fixed (_PROBES, length) matrix of +/-1 derived from SHA-256 (platform-independent)."""
+    cached = _SIGN_BYTES.get(length)
+    if cached is None:
+        need = (_PROBES * length + 7) // 8
+        stream = b"".join(
+            hashlib.sha256(f"flux-chroma-fingerprint:{length}:{i}".encode()).digest()
+            for i in range((need + 31) // 32)
+        )
+        bits = np.unpackbits(np.frombuffer(stream[:need], dtype=np.uint8))[: _PROBES * length]
+        cached = (bits.astype(np.float64) * 2.0 - 1.0).reshape(_PROBES, length)
+        _SIGN_BYTES[length] = cached
+    return cached
+
+
+def fingerprint_from_vectors(vectors: npt.ArrayLike) -> Fingerprint:
+    """Build a fingerprint from the canary vectors (one row per canary text).
+
+    Args:
+        vectors: Array of shape ``(len(CANARY_TEXTS), dimension)``.
+
+    Returns:
+        The fingerprint.
+
+    Raises:
+        InvalidDocumentError: The vectors are not a finite 2-D array of the expected shape.
+    """
+    matrix = np.asarray(vectors, dtype=np.float64)
+    if matrix.ndim != 2 or matrix.shape[0] != len(CANARY_TEXTS) or matrix.shape[1] < 1:
+        raise InvalidDocumentError(
+            f"The embedding function returned vectors of shape {matrix.shape} for the "
+            f"{len(CANARY_TEXTS)} canary texts; expected one non-empty vector per text."
+        )
+    if not np.isfinite(matrix).all():
+        raise InvalidDocumentError("The embedding function returned NaN/inf for a canary text.")
+    flat = matrix.reshape(-1)
+    probe = (_signs(flat.size) @ flat) / math.sqrt(flat.size)
+    coarse = np.round(probe, _DIGEST_DECIMALS) + 0.0  # + 0.0 turns -0.0 into 0.0
+    payload = f"v{_FORMAT}:{matrix.shape[1]}:" + ",".join(
+        f"{x:.{_DIGEST_DECIMALS}f}" for x in coarse
+    )
+    digest = hashlib.sha256(payload.encode()).hexdigest()[:16]
+    fine = tuple(float(round(float(x), _PROBE_DECIMALS)) + 0.0 for x in probe)
+    return Fingerprint(digest=digest, dimension=int(matrix.shape[1]), probe=fine)
+
+
+_CACHE: dict[str, Fingerprint] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def _cache_key(ef: Any) -> str | None:
+    """A per-process cache key, or None when the identity does not pin the behaviour."""
+    identity = ef_identity(ef)
+    cls = type(ef)
+    if identity["name"] == f"{cls.__module__}.{cls.__qualname__}":
+        return None  # legacy: two instances of one class may differ
+    folder = local_model_dir(ef)
+    extra = str(folder) if folder is not None else ""
+    return json.dumps(
+        [cls.__module__, cls.__qualname__, identity["name"], identity["config"], extra],
+        sort_keys=True,
+    )
+
+
+def compute_fingerprint(ef: Any, *, use_cache: bool = True) -> Fingerprint:
+    """Embed the canary texts with ``ef`` and fingerprint the result.
+
+    Computed once per process per class, identity and model folder (legacy functions without
+    ``name()`` are not cached).
+
+    Args:
+        ef: A Chroma embedding function (anything callable on a list of strings).
+        use_cache: Reuse a fingerprint computed earlier in this process.
+
+    Returns:
+        The fingerprint.
+
+    Raises:
+        ModelNotAvailableError: The model files of a local ONNX function are missing.
+        InvalidDocumentError: The function returned malformed or non-finite vectors.
+    """
+    ensure_model_available(ef)
+    key = _cache_key(ef) if use_cache else None
+    if key is not None:
+        with _CACHE_LOCK:
+            found = _CACHE.get(key)
+        if found is not None:
+            return found
+    if isinstance(ef, FastDefaultEmbedding):
+        vectors: Any = ef.embed(CANARY_TEXTS)
+    else:
+        vectors = [np.asarray(v, dtype=np.float64) for v in ef(list(CANARY_TEXTS))]
+        if len({v.shape for v in vectors}) > 1:
+            raise InvalidDocumentError(
+                f"The embedding function returned vectors of different lengths "
+                f"{sorted({v.shape for v in vectors})} for the canary texts."
+            )
+    result = fingerprint_from_vectors(np.asarray(vectors, dtype=np.float64))
+    if key is not None:
+        with _CACHE_LOCK:
+            _CACHE[key] = result
+    return result
+
+
+def clear_fingerprint_cache() -> None:
+    """Forget every fingerprint computed in this process (for tests)."""
+    with _CACHE_LOCK:
+        _CACHE.clear()

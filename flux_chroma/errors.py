@@ -1,0 +1,201 @@
+"""Typed errors of flux-chroma, and the one place where client errors are classified.
+
+Every error derives from :class:`FluxChromaError`, itself a subclass of Flux's
+``ExecutionError``. Flux stores an ``ExecutionError`` subclass unchanged (anything else is
+wrapped, and ``str(ExecutionError(ValueError("x")))`` is ``"None"``), and its JSON encoder
+serialises an ``ExecutionError`` without an inner exception as ``{type, message}`` of the
+error itself. So flux-chroma errors keep their text across pickling, replay and JSON hops.
+
+Each error says what failed, names the culprit, and says what to do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from flux.errors import ExecutionError
+
+__all__ = [
+    "FluxChromaError",
+    "ConfigurationError",
+    "OneOwnerError",
+    "InvalidNameError",
+    "TenantError",
+    "InvalidDocumentError",
+    "InvalidQueryError",
+    "CollectionNotFoundError",
+    "EmbeddingMismatchError",
+    "UnpinnedCollectionError",
+    "ModelNotAvailableError",
+    "ChromaUnavailableError",
+    "ChromaRequestError",
+    "ServerStartError",
+    "SourceChangedError",
+    "DuplicateIdError",
+    "classify_chroma_error",
+]
+
+
+class FluxChromaError(ExecutionError):
+    """Base class of every flux-chroma error.
+
+    Args:
+        message: The full, human-readable message (what failed, the culprit, what to do).
+
+    Attributes:
+        transient: True when retrying the same call later can succeed (Flux's
+            ``retry_max_attempts`` applies); False when it fails at once.
+    """
+
+    transient: bool = False
+
+    def __init__(self, message: str) -> None:
+        super().__init__(inner_exception=None, message=message)
+
+    def __str__(self) -> str:
+        return self.message or self.__class__.__name__
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Exception pickling calls cls(*args); keep the message and any extra attributes.
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_message", "_inner_exception")}
+        return (_restore_error, (self.__class__, self.message or "", state))
+
+
+def _restore_error(cls: type[FluxChromaError], message: str, state: dict[str, Any]) -> FluxChromaError:
+    err = cls.__new__(cls)
+    FluxChromaError.__init__(err, message)
+    err.__dict__.update(state)
+    return err
+
+
+class ConfigurationError(FluxChromaError):
+    """An option or environment variable is invalid or two options conflict."""
+
+
+class OneOwnerError(ConfigurationError):
+    """A PersistentClient, a filesystem path, or a second owner of a data directory was used.
+
+    One Chroma server process must own a data directory; every worker talks to it over HTTP.
+    """
+
+
+class InvalidNameError(FluxChromaError):
+    """A tenant id or collection name breaks a naming rule (the message names the rule)."""
+
+
+class TenantError(InvalidNameError):
+    """The tenant is missing, invalid, or a call tried to leave the tenant's namespace."""
+
+
+class InvalidDocumentError(FluxChromaError):
+    """A document, its id, text or metadata cannot be written (the message names it)."""
+
+
+class DuplicateIdError(InvalidDocumentError):
+    """The same id appears more than once in one call or one job."""
+
+
+class InvalidQueryError(FluxChromaError):
+    """A query argument (``k``, ``where``, ``where_document``, question text) is invalid."""
+
+
+class CollectionNotFoundError(FluxChromaError):
+    """The tenant's collection does not exist on the server."""
+
+
+class EmbeddingMismatchError(FluxChromaError):
+    """The configured embedding function differs from the one the collection is pinned to."""
+
+
+class UnpinnedCollectionError(FluxChromaError):
+    """The collection was created outside flux-chroma and carries no pin."""
+
+
+class ModelNotAvailableError(FluxChromaError):
+    """The embedding model's files are not available on this worker (never retried)."""
+
+
+class SourceChangedError(FluxChromaError):
+    """An ingestion source changed under a running job (its digest no longer matches)."""
+
+
+class ServerStartError(FluxChromaError):
+    """A managed ``chroma run`` server could not be started (port taken, timeout, crash)."""
+
+
+class ChromaUnavailableError(FluxChromaError):
+    """The Chroma server could not be reached or answered with a transient failure.
+
+    Retried by Flux when the task has ``retry_max_attempts`` > 0.
+    """
+
+    transient = True
+
+
+class ChromaRequestError(FluxChromaError):
+    """The Chroma server rejected a request permanently (invalid argument, conflict, ...)."""
+
+
+_TRANSIENT_STATUS = {408, 425, 429, 500, 502, 503, 504}
+
+
+def _http_status(exc: BaseException) -> int | None:
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def classify_chroma_error(exc: BaseException, *, action: str, url: str) -> FluxChromaError:
+    """Map an exception raised by chromadb/httpx into a typed flux-chroma error.
+
+    This is the single place where transient and permanent failures are told apart.
+    Transient: the httpx transport family (connection refused/reset, timeouts, protocol
+    errors), Chroma ``InternalError`` and 408/429/5xx answers. Everything else is permanent.
+
+    Args:
+        exc: The exception raised by the client.
+        action: What flux-chroma was doing, e.g. ``"upsert into 'acme__handbook'"``.
+        url: The server URL (never includes credentials).
+
+    Returns:
+        A :class:`FluxChromaError` to raise ``from exc``.
+    """
+    if isinstance(exc, FluxChromaError):
+        return exc
+    from chromadb import errors as chroma_errors
+
+    detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if isinstance(exc, (httpx.TransportError, TimeoutError, ConnectionError)):
+        return ChromaUnavailableError(
+            f"Chroma server at {url} is unreachable during {action} ({detail}). "
+            "Check that `chroma run` (or `flux-chroma server`) is up; the task is retried "
+            "when it has retry_max_attempts > 0."
+        )
+    if isinstance(exc, ValueError) and "Could not connect" in str(exc):
+        return ChromaUnavailableError(
+            f"Chroma server at {url} is unreachable during {action} ({detail}). "
+            "Start it with `flux-chroma server --path DIR` or point FLUX_CHROMA_URL at it."
+        )
+    status = _http_status(exc)
+    if isinstance(exc, httpx.HTTPStatusError) and status in _TRANSIENT_STATUS:
+        return ChromaUnavailableError(
+            f"Chroma server at {url} answered HTTP {status} during {action}; retry later."
+        )
+    if isinstance(exc, chroma_errors.InternalError):
+        return ChromaUnavailableError(
+            f"Chroma server at {url} reported an internal error during {action} ({detail}); "
+            "it is usually transient and retried."
+        )
+    if isinstance(exc, chroma_errors.NotFoundError) or "does not exist" in str(exc):
+        return CollectionNotFoundError(f"Not found during {action}: {detail}.")
+    message = str(exc).lower()
+    if isinstance(exc, chroma_errors.ChromaError) and any(
+        marker in message for marker in ("rate limit", "too many requests", "service unavailable")
+    ):
+        return ChromaUnavailableError(
+            f"Chroma server at {url} is overloaded during {action} ({detail}); retry later."
+        )
+    return ChromaRequestError(
+        f"Chroma rejected {action} ({detail}). This is not retried: fix the request."
+    )

@@ -1,0 +1,213 @@
+"""``ChromaTask``: a genuine Flux task that also carries flux-chroma's options.
+
+``ChromaTask.with_options(...)`` accepts every Flux task option (``retry_max_attempts``,
+``timeout``, ``fallback``, ...) plus flux-chroma's (``tenant``, ``url``,
+``embedding_function``, ...; see :class:`~flux_chroma.options.ChromaOptions`) and returns a
+new task. ``cache=True`` is taken over: it means embedding reuse, never Flux's output cache
+(which SKIPS the task on a hit and would silently skip writes).
+
+Two engine adjustments, both confined to :meth:`ChromaTask._task__handle_exception`:
+
+* Permanent errors (validation, not found, pin mismatch, ...) fail at once: Flux's retry
+  loop is skipped for them. Transient ones (:class:`ChromaUnavailableError`, timeouts) are
+  retried with Flux's ``retry_max_attempts``/``retry_delay``/``retry_backoff``.
+* When retries run out, Flux 0.87 stores ``ExecutionError(RetryError(...))``, whose text is
+  ``"None"`` and which cannot be unpickled (the execution can no longer be loaded by id).
+  A flux-chroma task stores its own typed, picklable error instead, with the attempt count.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import Any
+
+from flux import task
+from flux.errors import ExecutionError, ExecutionTimeoutError, RetryError
+
+from flux_chroma.errors import ChromaUnavailableError, ConfigurationError, FluxChromaError
+from flux_chroma.options import CHROMA_OPTION_NAMES, ChromaOptions
+
+__all__ = ["ChromaTask", "FLUX_OPTION_NAMES", "emit_progress"]
+
+FLUX_OPTION_NAMES = frozenset(inspect.signature(task._with_options).parameters) - {"self"}
+
+Impl = Callable[..., Awaitable[Any]]
+
+
+def _make_body(impl: Impl, public: Callable[..., Any], options: ChromaOptions) -> Callable[..., Any]:
+    async def body(*args: Any, **kwargs: Any) -> Any:
+        return await impl(options, *args, **kwargs)
+
+    body.__signature__ = inspect.signature(public)  # type: ignore[attr-defined]
+    body.__name__ = body.__qualname__ = _base_name(public)
+    body.__doc__ = public.__doc__
+    body.__module__ = public.__module__
+    return body
+
+
+def _base_name(public: Callable[..., Any]) -> str:
+    return public.__name__.removeprefix("_sig_")
+
+
+def _final_error(exc: BaseException, attempts: int) -> FluxChromaError:
+    """The typed, picklable error stored when a task gives up."""
+    inner = exc.inner_exception if isinstance(exc, RetryError) else exc
+    suffix = f" (gave up after {attempts + 1} attempts)" if attempts else ""
+    if isinstance(inner, ExecutionTimeoutError):
+        return ChromaUnavailableError(
+            f"the task timed out ({inner.message or 'timeout'}){suffix}. The Chroma server may be "
+            "overloaded or frozen; raise timeout= or check the server."
+        )
+    if isinstance(inner, FluxChromaError):
+        if not suffix:
+            return inner
+        err = inner.__class__.__new__(inner.__class__)
+        FluxChromaError.__init__(err, f"{inner.message}{suffix}")
+        return err
+    text = str(inner) if inner is not None and str(inner) not in ("", "None") else type(inner).__name__
+    return FluxChromaError(f"{type(inner).__name__}: {text}{suffix}")
+
+
+class ChromaTask(task):
+    """A Flux task bound to flux-chroma options.
+
+    Args:
+        impl: ``async def impl(options, *args, **kwargs)``, the implementation.
+        public: A function whose signature and docstring the task exposes.
+        options: flux-chroma options.
+        **flux_options: Flux task options (``retry_max_attempts``, ``timeout``, ...).
+    """
+
+    def __init__(
+        self,
+        impl: Impl,
+        public: Callable[..., Any],
+        options: ChromaOptions | None = None,
+        **flux_options: Any,
+    ) -> None:
+        self.impl = impl
+        self.public = public
+        self.options = options or ChromaOptions()
+        self._explicit_name = flux_options.pop("name", None)
+        name = self._explicit_name or (
+            f"{_base_name(public)}_{self.options.tenant}" if self.options.tenant else _base_name(public)
+        )
+        secret_requests = list(flux_options.pop("secret_requests", None) or [])
+        if self.options.token_secret and self.options.token_secret not in secret_requests:
+            secret_requests.append(self.options.token_secret)
+        flux_options["cache"] = False  # Flux's output cache would skip writes; see module doc
+        super().__init__(
+            _make_body(impl, public, self.options),
+            name=name,
+            secret_requests=secret_requests,
+            **flux_options,
+        )
+
+    def _flux_options(self) -> dict[str, Any]:
+        return {
+            "fallback": self.fallback,
+            "rollback": self.rollback,
+            "retry_max_attempts": self.retry_max_attempts,
+            "retry_delay": self.retry_delay,
+            "retry_backoff": self.retry_backoff,
+            "timeout": self.timeout,
+            "secret_requests": [s for s in self.secret_requests if s != self.options.token_secret],
+            "config_requests": self.config_requests,
+            "output_storage": self.output_storage,
+            "metadata": self.metadata,
+            "auth_exempt": self.auth_exempt,
+            "digest_exclude": self.digest_exclude,
+            "requires_approval": self.requires_approval,
+            "approval_target": self.approval_target,
+            "risk": self.risk,
+            "sensitive": self.sensitive,
+        }
+
+    def _with_options(self, **kwargs: Any) -> ChromaTask:  # type: ignore[override]
+        """Return a new task with merged Flux and flux-chroma options.
+
+        Args:
+            **kwargs: Any Flux task option or flux-chroma option. ``cache`` means
+                embedding reuse.
+
+        Returns:
+            A new :class:`ChromaTask`; this one is unchanged.
+
+        Raises:
+            ConfigurationError: An unknown option, or an invalid value.
+        """
+        unknown = set(kwargs) - FLUX_OPTION_NAMES - CHROMA_OPTION_NAMES
+        if unknown:
+            raise ConfigurationError(
+                f"{_base_name(self.public)}.with_options() got unknown option(s) {sorted(unknown)}; "
+                f"flux-chroma options: {sorted(CHROMA_OPTION_NAMES)}, Flux options: "
+                f"{sorted(FLUX_OPTION_NAMES - {'cache'})}."
+            )
+        chroma = {k: v for k, v in kwargs.items() if k in CHROMA_OPTION_NAMES}
+        flux = {k: v for k, v in kwargs.items() if k in FLUX_OPTION_NAMES and k != "cache"}
+        merged = self._flux_options()
+        merged.update({k: v for k, v in flux.items() if v is not None})
+        name = flux.get("name") or self._explicit_name
+        return ChromaTask(
+            self.impl,
+            self.public,
+            replace(self.options, **chroma),
+            name=name,
+            **{k: v for k, v in merged.items() if k != "name"},
+        )
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the task through Flux (records events, replays, retries)."""
+        return await super().__call__(*args, **kwargs)
+
+    async def _task__handle_exception(  # noqa: PLR0913 - mirrors Flux's private signature
+        self,
+        ctx: Any,
+        ex: Exception,
+        task_id: str,
+        task_full_name: str,
+        task_args: dict[str, Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        retry_attempts: int = 0,
+    ) -> Any:
+        """Skip retries for permanent errors; store a typed error when retries run out."""
+        if isinstance(ex, RetryError):
+            ex = _final_error(ex, ex.retry_attempts)
+            retry_attempts = self.retry_max_attempts
+        elif isinstance(ex, ExecutionTimeoutError):
+            if self.retry_max_attempts == 0:
+                ex = _final_error(ex, 0)  # transient, but no retry configured: store it readable
+        elif isinstance(ex, FluxChromaError):
+            if not ex.transient:
+                retry_attempts = self.retry_max_attempts  # permanent: fail at once
+        elif type(ex).__module__.split(".")[0] != "flux":
+            # An unexpected error (a bug, or a custom embedding function failing): permanent,
+            # stored as a readable, picklable FluxChromaError rather than ExecutionError(None).
+            ex = _final_error(ex, 0)
+            retry_attempts = self.retry_max_attempts
+        handler = task._task__handle_exception  # type: ignore[attr-defined]
+        return await handler(self, ctx, ex, task_id, task_full_name, task_args, args, kwargs, retry_attempts)
+
+
+def emit_progress(value: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
+    """Return a thread-safe callback that streams Flux progress from a worker thread.
+
+    Must be called inside the task body (it captures the running loop and the task's
+    context); the returned callback may then be called from any thread.
+    """
+    from flux.tasks.progress import progress
+
+    loop = asyncio.get_running_loop()
+    context = contextvars.copy_context()
+    base = dict(value)
+
+    def send(update: dict[str, Any]) -> None:
+        payload = {**base, **update}
+        loop.call_soon_threadsafe(lambda: loop.create_task(progress(payload), context=context))
+
+    return send

@@ -1,0 +1,285 @@
+"""The public Flux tasks: ``embed_and_add``, ``query`` and tenant-scoped housekeeping.
+
+Each task is a :class:`~flux_chroma.task.ChromaTask` (an instance of ``flux.task``),
+defined once at import and configured with ``.with_options(tenant=..., url=..., ...)``.
+Blocking client calls run in a worker thread so Flux's ``timeout=`` can interrupt a task
+whose server froze, and ``parallel()`` can overlap tasks.
+
+Example:
+    >>> from flux_chroma import embed_and_add, query
+    >>> add = embed_and_add.with_options(tenant="acme", url="http://127.0.0.1:8000")
+    >>> ask = query.with_options(tenant="acme", url="http://127.0.0.1:8000")
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from flux_chroma.collections import Target, forget_collection, open_collection
+from flux_chroma.connection import get_client
+from flux_chroma.errors import CollectionNotFoundError, InvalidQueryError, classify_chroma_error
+from flux_chroma.options import ChromaOptions
+from flux_chroma.pinning import Pin
+from flux_chroma.reader import query_collection
+from flux_chroma.task import ChromaTask, emit_progress
+from flux_chroma.validation import validate_documents, validate_k, validate_questions, validate_where, validate_where_document
+from flux_chroma.writer import WriteOptions, write_documents
+
+__all__ = ["embed_and_add", "query", "list_collections", "delete_collection", "delete_documents"]
+
+
+# --- public signatures (what Flux records and hashes) ------------------------------------
+
+
+def _sig_embed_and_add(collection: str, docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Embed documents and upsert them into the tenant's collection (idempotent).
+
+    Args:
+        collection: Tenant-relative collection name (created with a pin when missing).
+        docs: ``[{"id": str, "text": str, "metadata": dict (optional)}, ...]``.
+
+    Returns:
+        A receipt: ``tenant``, ``collection``, ``physical_name``, ``upserted``, ``added``,
+        ``updated``, ``skipped``, ``embedded``, ``cache_hits``, ``cache_misses``,
+        ``truncated``, ``batches``, ``embedding`` (pin summary), ``embed_seconds``, ``seconds``.
+
+    Raises:
+        TenantError: No or invalid tenant option.
+        InvalidNameError: Invalid collection name.
+        InvalidDocumentError: A malformed document (named by id); nothing is written.
+        EmbeddingMismatchError: The configured model differs from the collection's pin.
+        ChromaUnavailableError: The server is unreachable (retried by Flux).
+    """
+    raise NotImplementedError  # signature holder; the task runs _embed_and_add
+
+
+def _sig_query(
+    collection: str,
+    question: str | list[str],
+    k: int = 5,
+    where: dict[str, Any] | None = None,
+    where_document: dict[str, Any] | None = None,
+) -> list[dict[str, Any]] | list[list[dict[str, Any]]]:
+    """Find the ``k`` nearest records to a question in the tenant's collection.
+
+    Args:
+        collection: Tenant-relative collection name (must exist).
+        question: One question, or a list of questions.
+        k: Results per question (>= 1).
+        where: Chroma metadata filter (one key per dict; combine with ``$and``/``$or``).
+        where_document: Chroma document filter (``$contains``, ``$regex``, ...).
+
+    Returns:
+        For one question, a list of ``{"id", "document", "metadata", "distance"}`` dicts,
+        nearest first; for a list of questions, one such list per question.
+
+    Raises:
+        TenantError: No or invalid tenant option.
+        InvalidQueryError: Invalid ``k``, filter or question.
+        CollectionNotFoundError: The collection does not exist.
+        EmbeddingMismatchError: The configured model differs from the collection's pin.
+        ChromaUnavailableError: The server is unreachable (retried by Flux).
+    """
+    raise NotImplementedError
+
+
+def _sig_list_collections() -> list[dict[str, Any]]:
+    """List the tenant's collections.
+
+    Returns:
+        ``[{"name": short name, "count": int, "pin": pin summary or None}, ...]`` sorted by name.
+
+    Raises:
+        TenantError: No or invalid tenant option.
+        ChromaUnavailableError: The server is unreachable.
+    """
+    raise NotImplementedError
+
+
+def _sig_delete_collection(collection: str) -> dict[str, Any]:
+    """Delete one of the tenant's collections (idempotent).
+
+    Args:
+        collection: Tenant-relative collection name.
+
+    Returns:
+        ``{"collection": name, "deleted": bool}``.
+
+    Raises:
+        TenantError: No or invalid tenant option.
+        InvalidNameError: Invalid collection name.
+        ChromaUnavailableError: The server is unreachable.
+    """
+    raise NotImplementedError
+
+
+def _sig_delete_documents(
+    collection: str,
+    ids: list[str] | None = None,
+    where: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Delete records by id and/or ``where`` filter inside one of the tenant's collections.
+
+    Args:
+        collection: Tenant-relative collection name (must exist).
+        ids: Record ids to delete.
+        where: Chroma metadata filter selecting records to delete.
+
+    Returns:
+        ``{"collection": name, "deleted": number of records that existed and were deleted}``.
+
+    Raises:
+        InvalidQueryError: Neither ``ids`` nor ``where`` given, or malformed.
+        CollectionNotFoundError: The collection does not exist.
+    """
+    raise NotImplementedError
+
+
+# --- implementations ----------------------------------------------------------------------
+
+
+def _secrets(injected: dict[str, Any]) -> dict[str, Any] | None:
+    secrets = injected.get("secrets")
+    return secrets if isinstance(secrets, dict) else None
+
+
+async def _embed_and_add(options: ChromaOptions, collection: str, docs: list[dict[str, Any]], **injected: Any) -> dict[str, Any]:
+    target = options.target(collection, _secrets(injected))
+    documents = validate_documents(docs)
+    send = emit_progress({"task": "embed_and_add", "collection": collection})
+    write_opts = WriteOptions(
+        ef=options.embedding_function,
+        cache=options.embedding_cache(),
+        space=options.space,
+        adopt=options.adopt,
+    )
+    return await asyncio.to_thread(
+        write_documents,
+        target,
+        documents,
+        write_opts,
+        progress=lambda done, total: send({"done": done, "total": total}),
+    )
+
+
+async def _query(
+    options: ChromaOptions,
+    collection: str,
+    question: str | list[str],
+    k: int = 5,
+    where: dict[str, Any] | None = None,
+    where_document: dict[str, Any] | None = None,
+    **injected: Any,
+) -> list[dict[str, Any]] | list[list[dict[str, Any]]]:
+    target = options.target(collection, _secrets(injected))
+    texts, single = validate_questions(question)
+    validate_k(k)
+    validate_where(where)
+    validate_where_document(where_document)
+    hits, _stats = await asyncio.to_thread(
+        query_collection,
+        target,
+        texts,
+        k=k,
+        where=where,
+        where_document=where_document,
+        ef=options.embedding_function,
+        cache=options.embedding_cache(),
+    )
+    return hits[0] if single else hits
+
+
+def _list_sync(options: ChromaOptions, secrets: dict[str, Any] | None) -> list[dict[str, Any]]:
+    namespace = options.namespace()
+    settings = options.settings(secrets)
+    try:
+        client = get_client(settings, namespace.database)
+        out = []
+        for coll in client.list_collections():
+            if not namespace.owns(coll.name):
+                continue
+            pin = Pin.from_metadata(coll.metadata)
+            out.append(
+                {
+                    "name": namespace.short(coll.name),
+                    "count": int(coll.count()),
+                    "pin": pin.summary() if pin else None,
+                }
+            )
+    except CollectionNotFoundError:
+        return []  # database mode: the tenant's database does not exist yet
+    except Exception as exc:  # noqa: BLE001 - classified in one place
+        raise classify_chroma_error(exc, action=f"list collections of {namespace.tenant!r}", url=settings.url) from None
+    return sorted(out, key=lambda c: c["name"])
+
+
+async def _list_collections(options: ChromaOptions, **injected: Any) -> list[dict[str, Any]]:
+    options.namespace()
+    return await asyncio.to_thread(_list_sync, options, _secrets(injected))
+
+
+def _delete_collection_sync(target: Target) -> dict[str, Any]:
+    try:
+        client = get_client(target.settings, target.namespace.database)
+        client.delete_collection(target.physical)
+        deleted = True
+    except Exception as exc:  # noqa: BLE001
+        mapped = classify_chroma_error(exc, action=f"delete collection {target.label!r}", url=target.settings.url)
+        if not isinstance(mapped, CollectionNotFoundError):
+            raise mapped from None
+        deleted = False
+    finally:
+        forget_collection(target)
+    return {"collection": target.name, "deleted": deleted}
+
+
+async def _delete_collection(options: ChromaOptions, collection: str, **injected: Any) -> dict[str, Any]:
+    target = options.target(collection, _secrets(injected))
+    return await asyncio.to_thread(_delete_collection_sync, target)
+
+
+def _delete_documents_sync(target: Target, ids: list[str] | None, where: dict[str, Any] | None) -> dict[str, Any]:
+    resolved = open_collection(target, create=False)
+    try:
+        found = resolved.collection.get(ids=ids, where=where, include=[])
+        existing = list(found["ids"])
+        if existing:
+            resolved.collection.delete(ids=existing)
+    except Exception as exc:  # noqa: BLE001
+        forget_collection(target)
+        raise classify_chroma_error(exc, action=f"delete from {target.label!r}", url=target.settings.url) from None
+    return {"collection": target.name, "deleted": len(existing)}
+
+
+async def _delete_documents(
+    options: ChromaOptions,
+    collection: str,
+    ids: list[str] | None = None,
+    where: dict[str, Any] | None = None,
+    **injected: Any,
+) -> dict[str, Any]:
+    target = options.target(collection, _secrets(injected))
+    if ids is None and where is None:
+        raise InvalidQueryError("delete_documents needs ids= or where= (refusing to delete everything).")
+    if ids is not None:
+        if isinstance(ids, str) or not isinstance(ids, list) or not ids or not all(isinstance(i, str) and i for i in ids):
+            raise InvalidQueryError("ids= must be a non-empty list of non-empty strings.")
+    validate_where(where)
+    return await asyncio.to_thread(_delete_documents_sync, target, list(ids) if ids else None, where)
+
+
+embed_and_add: ChromaTask = ChromaTask(_embed_and_add, _sig_embed_and_add, retry_max_attempts=3, retry_delay=1, retry_backoff=2)
+"""Embed documents and upsert them into a tenant's collection. See ``_sig_embed_and_add``."""
+
+query: ChromaTask = ChromaTask(_query, _sig_query, retry_max_attempts=3, retry_delay=1, retry_backoff=2)
+"""Query a tenant's collection. See ``_sig_query``."""
+
+list_collections: ChromaTask = ChromaTask(_list_collections, _sig_list_collections, retry_max_attempts=3, retry_delay=1, retry_backoff=2)
+"""List a tenant's collections with counts and pins."""
+
+delete_collection: ChromaTask = ChromaTask(_delete_collection, _sig_delete_collection, retry_max_attempts=3, retry_delay=1, retry_backoff=2)
+"""Delete one of a tenant's collections."""
+
+delete_documents: ChromaTask = ChromaTask(_delete_documents, _sig_delete_documents, retry_max_attempts=3, retry_delay=1, retry_backoff=2)
+"""Delete records by ids or ``where`` inside one of a tenant's collections."""

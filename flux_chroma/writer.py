@@ -1,0 +1,176 @@
+"""The write path: validated documents -> (skip unchanged) -> embed (+cache) -> upsert batches.
+
+Idempotent by construction: records are upserted by id, each record's metadata carries a
+content hash (``fc_hash``), and a record whose stored hash already matches is skipped after
+asking the SERVER (never a cache) what it holds. Chroma's upsert merges metadata, so keys
+that disappeared from a record are explicitly deleted (set to ``None``) on rewrite.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from flux_chroma.collections import Resolved, Target, with_collection
+from flux_chroma.embedding.embedder import CachingEmbedder
+from flux_chroma.validation import Document
+
+__all__ = ["WriteOptions", "write_documents", "content_hash", "HASH_KEY"]
+
+HASH_KEY = "fc_hash"
+_INTERNAL_KEYS = frozenset({HASH_KEY})
+
+
+def content_hash(doc: Document) -> str:
+    """Hash of a record's text and user metadata (what decides "unchanged")."""
+    canonical = json.dumps([doc.text, doc.metadata], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    """How a write behaves.
+
+    Args:
+        ef: Configured embedding function, or ``None`` for the pinned/default one.
+        cache: An :class:`~flux_chroma.embedding.EmbeddingCache` or ``None``.
+        space: Distance space for new collections.
+        adopt: Adopt an unpinned collection.
+        skip_unchanged: Skip records whose stored content hash matches (checked on the server).
+        extra_metadata: Metadata added to every record (reserved ``fc_*`` keys allowed).
+    """
+
+    ef: Any = None
+    cache: Any = None
+    space: str | None = None
+    adopt: bool = False
+    skip_unchanged: bool = True
+    extra_metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Tally:
+    added: int = 0
+    updated: int = 0
+    skipped: int = 0
+    hits: int = 0
+    misses: int = 0
+    truncated: int = 0
+    embed_seconds: float = 0.0
+    batches: int = 0
+    written_ids: list[str] = field(default_factory=list)
+
+
+def _max_batch(resolved: Resolved) -> int:
+    client = resolved.collection._client  # the ServerAPI the collection was built with
+    size = int(client.get_max_batch_size())
+    return max(1, size)
+
+
+def _write_batch(resolved: Resolved, docs: Sequence[Document], opts: WriteOptions, tally: _Tally) -> None:
+    collection = resolved.collection
+    ids = [d.id for d in docs]
+    stored = collection.get(ids=ids, include=["metadatas"])
+    existing: dict[str, dict[str, Any]] = {
+        rid: dict(meta or {}) for rid, meta in zip(stored["ids"], stored["metadatas"] or [], strict=False)
+    }
+    todo: list[Document] = []
+    metadatas: list[dict[str, Any]] = []
+    for doc in docs:
+        digest = content_hash(doc)
+        old = existing.get(doc.id)
+        if opts.skip_unchanged and old is not None and old.get(HASH_KEY) == digest:
+            tally.skipped += 1
+            continue
+        meta: dict[str, Any] = {**doc.metadata, **opts.extra_metadata, HASH_KEY: digest}
+        if old is not None:
+            for stale in set(old) - set(meta):
+                meta[stale] = None  # upsert merges metadata: delete keys that disappeared
+            tally.updated += 1
+        else:
+            tally.added += 1
+        todo.append(doc)
+        metadatas.append(meta)
+    if not todo:
+        return
+    embedder = CachingEmbedder(resolved.ef, cache=opts.cache, digest=resolved.pin.fingerprint.digest, dimension=resolved.pin.dimension)
+    result = embedder.embed([d.text for d in todo])
+    tally.hits += result.hits
+    tally.misses += result.misses
+    tally.truncated += result.truncated
+    tally.embed_seconds += result.seconds
+    collection.upsert(
+        ids=[d.id for d in todo],
+        embeddings=result.vectors,
+        documents=[d.text for d in todo],
+        metadatas=metadatas,  # type: ignore[arg-type]
+    )
+    tally.written_ids.extend(d.id for d in todo)
+
+
+def write_documents(
+    target: Target,
+    docs: Sequence[Document],
+    opts: WriteOptions,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Upsert validated documents into a tenant's collection, batch by batch.
+
+    Args:
+        target: The collection (created with a pin when missing).
+        docs: Validated documents with unique ids.
+        opts: Write options.
+        progress: Called with ``(documents done, total)`` after each batch.
+
+    Returns:
+        A JSON-able receipt (counts, embedding identity, timings).
+
+    Raises:
+        FluxChromaError: Typed errors from resolution, pin checks, embedding or the server.
+    """
+    started = time.perf_counter()
+
+    def run(resolved: Resolved) -> tuple[Resolved, _Tally]:
+        tally = _Tally()  # fresh per attempt: a re-resolution starts the count over
+        size = _max_batch(resolved)
+        done = 0
+        for start in range(0, len(docs), size):
+            chunk = docs[start : start + size]
+            _write_batch(resolved, chunk, opts, tally)
+            tally.batches += 1
+            done += len(chunk)
+            if progress is not None:
+                progress(done, len(docs))
+        return resolved, tally
+
+    resolved, tally = with_collection(
+        target,
+        run,
+        ef=opts.ef,
+        space=opts.space,
+        create=True,
+        adopt=opts.adopt,
+        action=f"upsert into {target.label!r}",
+    )
+    return {
+        "tenant": target.namespace.tenant,
+        "collection": target.name,
+        "physical_name": target.physical,
+        "upserted": tally.added + tally.updated,
+        "added": tally.added,
+        "updated": tally.updated,
+        "skipped": tally.skipped,
+        "embedded": tally.misses,
+        "cache_hits": tally.hits,
+        "cache_misses": tally.misses,
+        "truncated": tally.truncated,
+        "batches": tally.batches,
+        "embedding": resolved.pin.summary(),
+        "embed_seconds": round(tally.embed_seconds, 6),
+        "seconds": round(time.perf_counter() - started, 6),
+    }

@@ -1,0 +1,76 @@
+"""Shared fixtures: a real `chroma run` server on a free loopback port, Flux state in a temp dir.
+
+Nothing here mocks chromadb, Flux or the server. If the server cannot start or Chroma's
+default model is missing, the session fails loudly; it never skips.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+# Flux and flux-chroma read these lazily; set them before anything imports flux.
+_STATE = Path(tempfile.mkdtemp(prefix="flux-chroma-tests-"))
+os.environ["FLUX_HOME"] = str(_STATE / "flux-home")
+os.environ["FLUX_DATABASE_URL"] = f"sqlite:///{_STATE / 'flux-home' / 'flux.db'}"
+os.environ.setdefault("FLUX_LOG_LEVEL", "WARNING")
+os.environ["FLUX_CHROMA_CACHE_DIR"] = str(_STATE / "embedding-cache")
+(_STATE / "flux-home").mkdir(parents=True, exist_ok=True)
+
+import pytest  # noqa: E402
+
+from flux_chroma import ChromaServer  # noqa: E402
+from flux_chroma.embedding import chroma_default_model_dir  # noqa: E402
+
+STATE_DIR = _STATE
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    model = chroma_default_model_dir() / "model.onnx"
+    if not model.exists():
+        raise pytest.UsageError(
+            f"Chroma's default model is missing ({model}). Run the README test command, which "
+            "copies it from ../shared/models, or let Chroma download it once."
+        )
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    shutil.rmtree(_STATE, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def chroma_server() -> Iterator[ChromaServer]:
+    """One real Chroma server for the session; FLUX_CHROMA_URL points at it."""
+    server = ChromaServer(_STATE / "chroma-data", port=0)
+    server.start()
+    os.environ["FLUX_CHROMA_URL"] = server.url
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def url(chroma_server: ChromaServer) -> str:
+    """The session server's URL."""
+    return chroma_server.url
+
+
+_counter = iter(range(1, 10**9))
+
+
+@pytest.fixture
+def tenant(chroma_server: ChromaServer) -> str:
+    """A fresh tenant id per test, so tests never see each other's data."""
+    return f"t{os.getpid()}-{next(_counter)}"
+
+
+@pytest.fixture
+def raw_client(chroma_server: ChromaServer):  # type: ignore[no-untyped-def]
+    """A plain chromadb HttpClient to inspect the server's real state."""
+    import chromadb
+
+    return chromadb.HttpClient(host="127.0.0.1", port=chroma_server.port)
