@@ -84,7 +84,7 @@ def _chroma_rule(name: str, what: str) -> None:
 def validate_collection_name(name: object) -> str:
     """Check a tenant-relative collection name and return it.
 
-    Rules: a non-empty ASCII string of letters, digits, ``.``, ``_`` and ``-`` that starts
+    Rules: an ASCII string of 3-512 letters, digits, ``.``, ``_`` and ``-`` that starts
     and ends with a letter or digit, contains neither ``..`` nor ``__`` (reserved as the
     tenant separator), and is not an IP address.
 
@@ -101,8 +101,11 @@ def validate_collection_name(name: object) -> str:
         raise InvalidNameError(f"collection name must be a string, got {type(name).__name__}.")
     if name == "" or name.strip() == "":
         raise InvalidNameError("collection name must not be empty or whitespace.")
-    if len(name) > 512:
-        raise InvalidNameError(f"collection name is {len(name)} characters; the limit is 512.")
+    if not 3 <= len(name) <= 512:
+        raise InvalidNameError(
+            f"collection name {name[:80]!r} must be 3-512 characters long (got {len(name)}): "
+            "Chroma's naming rule, applied to the name itself so it is valid in both tenancy modes."
+        )
     if not name.isascii() or not _SHORT_RE.match(name):
         raise InvalidNameError(
             f"collection name {name[:80]!r} may only contain ASCII letters, digits, '.', '_' "

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -35,6 +35,7 @@ __all__ = [
     "MAX_TOKENS",
     "MODEL_DIR_ENV",
     "MODEL_FILES",
+    "REGISTRY_NAME",
     "FastDefaultEmbedding",
     "chroma_default_model_dir",
     "ensure_model_available",
@@ -230,6 +231,25 @@ def _load_session(folder: Path) -> Any:
         return session
 
 
+REGISTRY_NAME = "flux_chroma_fast_default"
+"""The name under which Chroma's registry files this class (never ``"default"``)."""
+
+
+class _Name:
+    """``name()``: ``"default"`` on instances, :data:`REGISTRY_NAME` on the class.
+
+    Chroma persists and compares ``ef.name()`` of instances, so collections record
+    ``{"type": "known", "name": "default", "config": {}}`` exactly as with its own default.
+    But ``create_collection`` also calls ``register_embedding_function(type(ef))``, which
+    files the class under ``type(ef).name()``; the class-level name keeps that from replacing
+    Chroma's ``DefaultEmbeddingFunction`` in its process-wide registry.
+    """
+
+    def __get__(self, obj: object, owner: type | None = None) -> Callable[[], str]:
+        value = "default" if obj is not None else REGISTRY_NAME
+        return lambda: value
+
+
 class FastDefaultEmbedding(EmbeddingFunction[Documents]):
     """Chroma's default embedding (all-MiniLM-L6-v2, 384 dims), loaded once and batched.
 
@@ -391,10 +411,7 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
 
     # -- Chroma EmbeddingFunction protocol --------------------------------------------------
 
-    @staticmethod
-    def name() -> str:
-        """Return ``"default"``: Chroma treats this class as its own default identity."""
-        return "default"
+    name = _Name()
 
     def get_config(self) -> dict[str, Any]:
         """Return ``{}`` (like Chroma's default; the model folder is a local detail)."""
