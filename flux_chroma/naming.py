@@ -122,7 +122,11 @@ def validate_collection_name(name: object) -> str:
         )
     if ".." in name:
         raise InvalidNameError(f"collection name {name[:80]!r} must not contain '..'.")
-    return name
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return name
+    raise InvalidNameError(f"collection name {name!r} must not be an IP address: Chroma's naming rule.")
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,7 @@ def query_collection(
     where_document: dict[str, Any] | None,
     ef: Any = None,
     cache: Any = None,
+    space: str | None = None,
 ) -> tuple[list[list[Hit]], dict[str, Any]]:
     """Run validated questions against a tenant's existing collection.
 
@@ -64,6 +65,7 @@ def query_collection(
         where_document: Validated document filter.
         ef: Configured embedding function, or ``None`` for the pinned one.
         cache: Embedding cache for the questions, or ``None``.
+        space: Expected distance space (``None`` = whatever the collection is pinned to).
 
     Returns:
         ``(hits per question, stats)`` where stats holds cache hits/misses and seconds.
@@ -98,6 +100,7 @@ def query_collection(
         target,
         run,
         ef=ef,
+        space=space,
         create=False,
         action=f"query {target.label!r}",
     )

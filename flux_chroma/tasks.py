@@ -186,6 +186,7 @@ async def _query(
         where_document=where_document,
         ef=options.embedding_function,
         cache=options.embedding_cache(),
+        space=options.space,
     )
     return hits[0] if single else hits
 

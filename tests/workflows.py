@@ -15,6 +15,10 @@ from flux_chroma import delete_collection, delete_documents, embed_and_add, list
 
 def _opts(ctx: ExecutionContext[dict[str, Any]]) -> dict[str, Any]:
     opts = dict(ctx.input.get("options") or {})
+    if isinstance(opts.get("embedding_function"), str):
+        from toy_embeddings import EFS
+
+        opts["embedding_function"] = EFS[opts["embedding_function"]]
     if "tenant" in ctx.input:
         opts["tenant"] = ctx.input["tenant"]
     return opts
@@ -62,3 +66,28 @@ async def housekeeping_wf(ctx: ExecutionContext[dict[str, Any]]) -> Any:
             ctx.input["collection"], ids=ctx.input.get("ids"), where=ctx.input.get("where")
         )
     raise ValueError(op)
+
+
+@workflow
+async def hostile_wf(ctx: ExecutionContext[dict[str, Any]]) -> dict[str, str]:
+    """Try every tenant-scoped task with one (possibly hostile) collection name.
+
+    Returns ``{op: "rejected:<ErrorType>" | "ok:<physical or result>"}``.
+    """
+    opts = _opts(ctx)
+    name = ctx.input["name"]
+    outcome: dict[str, str] = {}
+    calls = {
+        "add": lambda: embed_and_add.with_options(**opts)(name, [{"id": "h1", "text": "hostile probe"}]),
+        "query": lambda: query.with_options(**opts)(name, "hostile probe", k=1),
+        "delete_documents": lambda: delete_documents.with_options(**opts)(name, ids=["h1"]),
+        "delete_collection": lambda: delete_collection.with_options(**opts)(name),
+    }
+    for op, call in calls.items():
+        try:
+            result = await call()
+        except Exception as exc:  # noqa: BLE001 - the outcome is the assertion
+            outcome[op] = f"rejected:{type(exc).__name__}"
+        else:
+            outcome[op] = "ok:" + (result.get("physical_name", "") if isinstance(result, dict) else "")
+    return outcome
