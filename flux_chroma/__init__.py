@@ -32,7 +32,13 @@ from flux_chroma.options import ChromaOptions
 from flux_chroma.server import ChromaServer
 from flux_chroma.settings import ConnectionSettings
 from flux_chroma.task import ChromaTask
-from flux_chroma.tasks import delete_collection, delete_documents, embed_and_add, list_collections, query
+from flux_chroma.tasks import (
+    delete_collection,
+    delete_documents,
+    embed_and_add,
+    list_collections,
+    query,
+)
 
 __all__ = [
     "__version__",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from flux_chroma.connection import database_exists_or_create, get_client
 from flux_chroma.errors import (
@@ -28,10 +28,7 @@ from flux_chroma.settings import ConnectionSettings
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
 
-__all__ = ["Target", "Resolved", "open_collection", "forget_collection", "with_collection"]
-
-T = TypeVar("T")
-
+__all__ = ["Resolved", "Target", "forget_collection", "open_collection", "with_collection"]
 
 @dataclass(frozen=True)
 class Target:
@@ -128,7 +125,7 @@ def _open(target: Target, ef: Any, space: str | None, *, create: bool, adopt: bo
             collection = client.get_or_create_collection(
                 physical,
                 metadata={**pin.to_metadata(), "fc_tenant": namespace.tenant},
-                configuration={"hnsw": {"space": pin.space}},
+                configuration={"hnsw": {"space": pin.space}},  # type: ignore[arg-type]
                 embedding_function=use_ef,
             )
     except (CollectionNotFoundError, EmbeddingMismatchError):
@@ -200,7 +197,7 @@ def open_collection(
     return resolved
 
 
-def with_collection(
+def with_collection[T](
     target: Target,
     operation: Callable[[Resolved], T],
     *,
@@ -232,7 +229,7 @@ def with_collection(
         resolved = open_collection(target, ef=ef, space=space, create=create, adopt=adopt)
         try:
             return operation(resolved)
-        except Exception as exc:  # noqa: BLE001 - classified in one place
+        except Exception as exc:
             mapped = classify_chroma_error(exc, action=action, url=target.settings.url)
             if isinstance(mapped, CollectionNotFoundError) and attempt == 1:
                 forget_collection(target)

@@ -20,7 +20,7 @@ from flux_chroma.settings import ConnectionSettings
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
 
-__all__ = ["get_client", "forget_clients", "refuse_local_client", "server_info"]
+__all__ = ["forget_clients", "get_client", "refuse_local_client", "server_info"]
 
 _DEFAULT_DATABASE = "default_database"
 _DEFAULT_TENANT = "default_tenant"

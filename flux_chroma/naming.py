@@ -18,7 +18,7 @@ from typing import Literal
 
 from flux_chroma.errors import InvalidNameError, TenantError
 
-__all__ = ["Namespace", "TenantId", "validate_tenant", "validate_collection_name", "SEPARATOR"]
+__all__ = ["SEPARATOR", "Namespace", "TenantId", "validate_collection_name", "validate_tenant"]
 
 SEPARATOR = "__"
 Tenancy = Literal["prefix", "database"]

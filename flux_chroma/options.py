@@ -16,7 +16,7 @@ from flux_chroma.errors import ConfigurationError
 from flux_chroma.naming import Namespace, validate_tenant
 from flux_chroma.settings import ConnectionSettings
 
-__all__ = ["ChromaOptions", "CHROMA_OPTION_NAMES"]
+__all__ = ["CHROMA_OPTION_NAMES", "ChromaOptions"]
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from flux_chroma._version import __version__
-from flux_chroma.embedding.identity import Fingerprint, compute_fingerprint, ef_identity, fingerprints_match
+from flux_chroma.embedding.identity import (
+    Fingerprint,
+    compute_fingerprint,
+    ef_identity,
+    fingerprints_match,
+)
 from flux_chroma.errors import EmbeddingMismatchError, ModelNotAvailableError
 
-__all__ = ["Pin", "PIN_KEY", "pin_for", "check_pin", "ef_from_pin"]
+__all__ = ["PIN_KEY", "Pin", "check_pin", "ef_from_pin", "pin_for"]
 
 PIN_KEY = "fc_pin"
 DEFAULT_SPACE = "l2"

@@ -14,7 +14,7 @@ from flux_chroma.collections import Resolved, Target, with_collection
 from flux_chroma.embedding.embedder import CachingEmbedder
 from flux_chroma.validation import RESERVED_PREFIX
 
-__all__ = ["Hit", "query_collection", "public_metadata"]
+__all__ = ["Hit", "public_metadata", "query_collection"]
 
 Hit = dict[str, Any]
 
@@ -86,7 +86,7 @@ def query_collection(
             query_embeddings=embedded.vectors,
             n_results=k,
             where=where,
-            where_document=where_document,
+            where_document=where_document,  # type: ignore[arg-type]
             include=["documents", "metadatas", "distances"],
         )
         stats = {

@@ -187,7 +187,6 @@ class ChromaServer:
             executable = _find_chroma()
             lock_fd = self._acquire_ownership()
             try:
-                self._open_log()
                 self._launch(executable, lock_fd)
             except BaseException:
                 os.close(lock_fd)
@@ -203,16 +202,17 @@ class ChromaServer:
         """
         with self._state:
             proc, lock_fd = self._proc, self._lock_fd
-            self._proc, self._lock_fd = None, None
             if proc is None:
                 return
+            crashed = proc.poll() is not None  # exited on its own: keep its log
+            _terminate(proc, self._stop_grace)  # if interrupted, a later stop() retries
+            self._proc, self._lock_fd = None, None
             atexit.unregister(self.stop)
-            _terminate(proc, self._stop_grace)
             if lock_fd is not None:
                 with contextlib.suppress(OSError):
                     os.ftruncate(lock_fd, 0)
                 os.close(lock_fd)
-            if self._temp_log_dir is not None:
+            if self._temp_log_dir is not None and not crashed:
                 shutil.rmtree(self._temp_log_dir, ignore_errors=True)
                 self._temp_log_dir = None
 
@@ -272,6 +272,7 @@ class ChromaServer:
         self.stop()
 
     def __repr__(self) -> str:
+        """Show the data directory and, while running, the pid and URL."""
         state = f"running pid={self.pid} url={self.url}" if self._proc else "stopped"
         return f"ChromaServer(path={str(self._path)!r}, {state})"
 
@@ -295,11 +296,20 @@ class ChromaServer:
         except BaseException:
             os.close(fd)
             raise
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)  # drop a stale owner's info left by a killed server
         return fd
 
     def _open_log(self) -> None:
         if self._user_log_path is not None:
-            self._user_log_path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                self._user_log_path.parent.mkdir(parents=True, exist_ok=True)
+                self._user_log_path.touch()
+            except OSError as exc:
+                raise ServerStartError(
+                    f"Cannot write the Chroma server log {self._user_log_path} ({exc}); "
+                    "pass a writable log_path."
+                ) from exc
             self._log_path = self._user_log_path
         else:
             if self._temp_log_dir is not None:  # kept from a failed start
@@ -316,27 +326,28 @@ class ChromaServer:
                 port = self._requested_port
                 _check_port_free(self._host, port)
             self._port = port
+            if attempt == 1:
+                self._open_log()  # only now: a failed pre-check leaves no empty log behind
             assert self._log_path is not None
-            with open(self._log_path, "ab") as log:
-                offset = log.tell()
-                proc = subprocess.Popen(
-                    [
-                        executable,
-                        "run",
-                        "--path",
-                        str(self._path),
-                        "--host",
-                        self._host,
-                        "--port",
-                        str(port),
-                    ],
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    pass_fds=(lock_fd,),
-                    start_new_session=True,
-                    env={**os.environ, "NO_COLOR": "1"},
-                )
+            command = [executable, "run", "--path", str(self._path)]
+            command += ["--host", self._host, "--port", str(port)]
+            try:
+                with open(self._log_path, "ab") as log:
+                    offset = log.tell()
+                    proc = subprocess.Popen(
+                        command,
+                        stdin=subprocess.DEVNULL,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        pass_fds=(lock_fd,),  # the child holds the ownership lock too
+                        start_new_session=True,  # terminal Ctrl-C reaches us, not chroma
+                        env={**os.environ, "NO_COLOR": "1"},
+                    )
+            except OSError as exc:
+                raise ServerStartError(
+                    f"Cannot launch {executable} for {self._path} ({exc}); check the chromadb "
+                    "installation and the log_path."
+                ) from exc
             try:
                 _write_owner(lock_fd, proc.pid, self.url, self._path)
                 code = self._wait_ready(proc)
@@ -369,7 +380,8 @@ class ChromaServer:
                 with contextlib.suppress(httpx.HTTPError):
                     # The heartbeat must come from our child, not from another server that
                     # holds the port while our child is still about to fail binding it.
-                    if http.get(heartbeat).status_code == 200 and _listens(proc.pid, self._port):
+                    ok = http.get(heartbeat).status_code == 200
+                    if ok and _listens(proc.pid, self._port) is not False:
                         code = proc.poll()
                         return None if code is None else code
                 if time.monotonic() >= deadline:
@@ -420,18 +432,18 @@ def _terminate(proc: subprocess.Popen[bytes], grace: float) -> None:
             proc.wait()
 
 
-def _listens(pid: int, port: int) -> bool:
-    """Return True if process ``pid`` holds a listening TCP socket on ``port``.
+def _listens(pid: int, port: int) -> bool | None:
+    """Tell whether process ``pid`` holds a listening TCP socket on ``port``.
 
-    Uses ``/proc`` (Linux). Where ``/proc`` is unavailable, returns True: the caller then
-    relies on the heartbeat and the child still being alive.
+    Reads ``/proc`` (Linux). Returns None when that cannot be told (no procfs, unreadable
+    tables); the caller then trusts the heartbeat and the child still being alive.
     """
     try:
         fds = os.listdir(f"/proc/{pid}/fd")
     except FileNotFoundError:
-        return not Path("/proc/self/fd").is_dir()  # no procfs: cannot tell
+        return False if Path("/proc/self/fd").is_dir() else None  # exited, or no procfs
     except OSError:
-        return False
+        return None
     inodes: set[str] = set()
     for fd in fds:
         with contextlib.suppress(OSError):
@@ -439,14 +451,16 @@ def _listens(pid: int, port: int) -> bool:
             if target.startswith("socket:["):
                 inodes.add(target[8:-1])
     suffix = f":{port:04X}"
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+    readable = False
+    for table in ("tcp", "tcp6"):  # the child's own network namespace
         try:
-            rows = Path(table).read_text().splitlines()[1:]
+            rows = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
         except OSError:
             continue
+        readable = True
         for row in rows:
+            # sl, local_address, rem_address, st (0A = LISTEN), ..., inode (index 9)
             fields = row.split()
-            # fields: sl, local_address, rem_address, st (0A = LISTEN), ..., inode (index 9)
             if (
                 len(fields) > 9
                 and fields[3] == "0A"
@@ -454,7 +468,7 @@ def _listens(pid: int, port: int) -> bool:
                 and fields[9] in inodes
             ):
                 return True
-    return False
+    return False if readable else None
 
 
 def _url(host: str, port: int) -> str:

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 from flux_chroma.errors import ConfigurationError, OneOwnerError
 
-__all__ = ["ConnectionSettings", "DEFAULT_URL"]
+__all__ = ["DEFAULT_URL", "ConnectionSettings"]
 
 DEFAULT_URL = "http://localhost:8000"
 DEFAULT_CONNECT_TIMEOUT = 5.0

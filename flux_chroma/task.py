@@ -26,12 +26,12 @@ from dataclasses import replace
 from typing import Any
 
 from flux import task
-from flux.errors import ExecutionError, ExecutionTimeoutError, RetryError
+from flux.errors import ExecutionTimeoutError, RetryError
 
 from flux_chroma.errors import ChromaUnavailableError, ConfigurationError, FluxChromaError
 from flux_chroma.options import CHROMA_OPTION_NAMES, ChromaOptions
 
-__all__ = ["ChromaTask", "FLUX_OPTION_NAMES", "emit_progress"]
+__all__ = ["FLUX_OPTION_NAMES", "ChromaTask", "emit_progress"]
 
 FLUX_OPTION_NAMES = frozenset(inspect.signature(task._with_options).parameters) - {"self"}
 
@@ -164,7 +164,7 @@ class ChromaTask(task):
         """Run the task through Flux (records events, replays, retries)."""
         return await super().__call__(*args, **kwargs)
 
-    async def _task__handle_exception(  # noqa: PLR0913 - mirrors Flux's private signature
+    async def _task__handle_exception(
         self,
         ctx: Any,
         ex: Exception,

@@ -23,10 +23,16 @@ from flux_chroma.options import ChromaOptions
 from flux_chroma.pinning import Pin
 from flux_chroma.reader import query_collection
 from flux_chroma.task import ChromaTask, emit_progress
-from flux_chroma.validation import validate_documents, validate_k, validate_questions, validate_where, validate_where_document
+from flux_chroma.validation import (
+    validate_documents,
+    validate_k,
+    validate_questions,
+    validate_where,
+    validate_where_document,
+)
 from flux_chroma.writer import WriteOptions, write_documents
 
-__all__ = ["embed_and_add", "query", "list_collections", "delete_collection", "delete_documents"]
+__all__ = ["delete_collection", "delete_documents", "embed_and_add", "list_collections", "query"]
 
 
 # --- public signatures (what Flux records and hashes) ------------------------------------
@@ -263,9 +269,8 @@ async def _delete_documents(
     target = options.target(collection, _secrets(injected))
     if ids is None and where is None:
         raise InvalidQueryError("delete_documents needs ids= or where= (refusing to delete everything).")
-    if ids is not None:
-        if isinstance(ids, str) or not isinstance(ids, list) or not ids or not all(isinstance(i, str) and i for i in ids):
-            raise InvalidQueryError("ids= must be a non-empty list of non-empty strings.")
+    if ids is not None and (not isinstance(ids, list) or not ids or not all(isinstance(i, str) and i for i in ids)):
+        raise InvalidQueryError("ids= must be a non-empty list of non-empty strings.")
     validate_where(where)
     return await asyncio.to_thread(_delete_documents_sync, target, list(ids) if ids else None, where)
 

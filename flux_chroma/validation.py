@@ -16,14 +16,14 @@ from typing import Any
 from flux_chroma.errors import DuplicateIdError, InvalidDocumentError, InvalidQueryError
 
 __all__ = [
-    "Document",
     "RESERVED_PREFIX",
+    "Document",
     "validate_documents",
+    "validate_k",
     "validate_metadata",
+    "validate_questions",
     "validate_where",
     "validate_where_document",
-    "validate_k",
-    "validate_questions",
 ]
 
 RESERVED_PREFIX = "fc_"
@@ -57,7 +57,7 @@ def _scalar_ok(value: Any) -> bool:
     if kind is bool or kind is str:
         return True
     if kind is int:
-        return -_INT_LIMIT <= value < _INT_LIMIT
+        return bool(-_INT_LIMIT <= value < _INT_LIMIT)
     if kind is float:
         return math.isfinite(value)
     return False
@@ -266,7 +266,7 @@ def validate_k(k: Any, *, limit: int = 10_000) -> int:
         raise InvalidQueryError(f"k must be an integer, got {type(k).__name__}.")
     if not 1 <= k <= limit:
         raise InvalidQueryError(f"k={k} is out of range; it must be between 1 and {limit}.")
-    return k
+    return int(k)
 
 
 def validate_questions(questions: Any) -> tuple[list[str], bool]:

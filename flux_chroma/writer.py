@@ -19,7 +19,7 @@ from flux_chroma.collections import Resolved, Target, with_collection
 from flux_chroma.embedding.embedder import CachingEmbedder
 from flux_chroma.validation import Document
 
-__all__ = ["WriteOptions", "write_documents", "content_hash", "HASH_KEY"]
+__all__ = ["HASH_KEY", "WriteOptions", "content_hash", "write_documents"]
 
 HASH_KEY = "fc_hash"
 _INTERNAL_KEYS = frozenset({HASH_KEY})

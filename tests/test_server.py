@@ -11,12 +11,13 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import chromadb
 import httpx
 import pytest
+from chromadb.api import ClientAPI
 from chromadb.config import Settings
 
 from flux_chroma.errors import ConfigurationError, OneOwnerError, ServerStartError
@@ -40,7 +41,7 @@ COLLECTION = "server-test"
 HANG_GUARD = 60.0  # seconds; only stops a broken test from hanging, never a pass criterion
 
 
-def _client(url: str) -> chromadb.ClientAPI:
+def _client(url: str) -> ClientAPI:
     host, port = url.removeprefix("http://").rsplit(":", 1)
     return chromadb.HttpClient(
         host=host, port=int(port), settings=Settings(anonymized_telemetry=False)
@@ -49,7 +50,8 @@ def _client(url: str) -> chromadb.ClientAPI:
 
 def _write_record(url: str) -> None:
     collection = _client(url).get_or_create_collection(COLLECTION, embedding_function=None)
-    collection.add(ids=["r1"], embeddings=[[0.1, 0.2, 0.3]], documents=["hello"])
+    embeddings: list[Sequence[float]] = [[0.1, 0.2, 0.3]]
+    collection.add(ids=["r1"], embeddings=embeddings, documents=["hello"])
 
 
 def _read_record(url: str) -> list[str | None]:
