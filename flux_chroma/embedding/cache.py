@@ -26,6 +26,7 @@ import logging
 import os
 import struct
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,7 @@ CACHE_DIR_ENV = "FLUX_CHROMA_CACHE_DIR"
 _MAGIC = b"FCE1"
 _HEAD = struct.Struct("<4sI16s")
 _REFUSED = object()  # what SafeDisk returns instead of a non-raw value
+_REOPEN_AFTER = 30.0  # seconds without cache after a failed open
 
 
 def default_cache_dir() -> Path:
@@ -185,7 +187,7 @@ class EmbeddingCache:
         size_limit: Bytes before least-recently-used entries are evicted (default 2 GiB).
 
     A cache that cannot be opened (corrupt database, unwritable folder) logs a warning and
-    behaves as an always-empty cache.
+    behaves as an empty cache; opening is retried 30 s later.
     """
 
     def __init__(
@@ -199,14 +201,14 @@ class EmbeddingCache:
         self._lock = threading.Lock()
         self._cache: diskcache.Cache | None = None
         self._pid = -1
-        self._disabled = False
+        self._retry_at = 0.0  # after a failed open, try again at this time.monotonic()
 
     def __repr__(self) -> str:
         return f"EmbeddingCache(directory={str(self.directory)!r}, size_limit={self.size_limit})"
 
     def _open(self) -> diskcache.Cache | None:
         with self._lock:
-            if self._disabled:
+            if time.monotonic() < self._retry_at:
                 return None
             if self._cache is not None and self._pid == os.getpid():
                 return self._cache
@@ -224,9 +226,15 @@ class EmbeddingCache:
                 )
                 self._pid = os.getpid()
             except Exception as exc:  # noqa: BLE001 - a broken cache must not fail embedding
-                self._disabled = True
+                self._cache = None
+                self._retry_at = time.monotonic() + _REOPEN_AFTER
                 self.stats.errors += 1
-                log.warning("embedding cache %s disabled: cannot open it (%s)", self.directory, exc)
+                log.warning(
+                    "embedding cache %s cannot be opened (%s); working without it for %.0f s",
+                    self.directory,
+                    exc,
+                    _REOPEN_AFTER,
+                )
                 return None
             return self._cache
 
@@ -270,7 +278,9 @@ class EmbeddingCache:
                 result[i] = vector
         return result
 
-    def set_many(self, digest: str, texts: Sequence[str], vectors: npt.ArrayLike) -> None:
+    def set_many(
+        self, digest: str, texts: Sequence[str], vectors: Sequence[npt.ArrayLike] | npt.NDArray[Any]
+    ) -> None:
         """Store vectors (overwriting any entry, valid or not), in one transaction.
 
         Args:
@@ -281,7 +291,7 @@ class EmbeddingCache:
         Raises:
             ValueError: ``texts`` and ``vectors`` differ in length.
         """
-        rows = list(np.asarray(vectors)) if isinstance(vectors, np.ndarray) else list(vectors)  # type: ignore[arg-type]
+        rows = list(vectors)
         if len(rows) != len(texts):
             raise ValueError(f"{len(texts)} texts but {len(rows)} vectors")
         cache = self._open() if texts else None

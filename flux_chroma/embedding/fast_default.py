@@ -11,8 +11,8 @@ with the same tokenizer, truncation (256 tokens), masked mean pooling and L2 nor
 Masked mean pooling ignores padding, so the vectors equal Chroma's within ~1e-7. Its ``name()``
 is ``"default"`` with config ``{}``: Chroma persists and compares it exactly like its own default.
 
-It never downloads anything. Model files are looked up in: the ``model_dir`` argument, else
-``$FLUX_CHROMA_MODEL_DIR`` and then Chroma's cache (``~/.cache/chroma/onnx_models/
+It never downloads anything. Model files are looked up in exactly one folder: the ``model_dir``
+argument, else ``$FLUX_CHROMA_MODEL_DIR``, else Chroma's cache (``~/.cache/chroma/onnx_models/
 all-MiniLM-L6-v2/onnx``). Missing files raise :class:`~flux_chroma.errors.ModelNotAvailableError`.
 """
 
@@ -262,23 +262,28 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
         ConfigurationError: ``batch_size`` is not a positive integer.
 
     The model is loaded lazily on the first call; :meth:`ensure_available` checks the files
-    without loading. Instances hold only paths, so they pickle cheaply.
+    without loading. Instances hold only paths: they pickle cheaply, and an unpickled copy
+    looks the model up again in its own process (``$FLUX_CHROMA_MODEL_DIR``, Chroma's cache).
     """
 
     def __init__(self, model_dir: str | os.PathLike[str] | None = None, batch_size: int = 32):
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigurationError(f"batch_size must be a positive integer, got {batch_size!r}.")
         self.batch_size = batch_size
+        self._explicit = None if model_dir is None else str(model_dir)
         if model_dir is not None:
             candidates = [Path(model_dir).expanduser()]
         else:
-            candidates = []
+            # An explicit setting is authoritative: a wrong FLUX_CHROMA_MODEL_DIR is an error,
+            # never a silent fallback to whatever happens to sit in Chroma's cache.
             env = os.environ.get(MODEL_DIR_ENV, "").strip()
-            if env:
-                candidates.append(Path(env).expanduser())
-            candidates.append(chroma_default_model_dir())
+            candidates = [Path(env).expanduser()] if env else [chroma_default_model_dir()]
         self._candidates = tuple(candidates)
         self._resolved: Path | None = None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Re-resolve on unpickling: another worker has its own env and model cache.
+        return (FastDefaultEmbedding, (self._explicit, self.batch_size))
 
     def __repr__(self) -> str:
         where = self._resolved or " | ".join(str(p) for p in self._candidates)

@@ -41,7 +41,7 @@ from flux_chroma.embedding.fast_default import (
     ensure_model_available,
     local_model_dir,
 )
-from flux_chroma.errors import ConfigurationError, InvalidDocumentError
+from flux_chroma.errors import InvalidDocumentError
 
 __all__ = [
     "CANARY_TEXTS",
@@ -145,7 +145,8 @@ class Fingerprint:
             The fingerprint.
 
         Raises:
-            ConfigurationError: The text is not a fingerprint of a known format.
+            ValueError: The text is not a fingerprint of a known format (a plain ValueError,
+                so a pin reader can wrap it in its own typed error).
         """
         try:
             data = json.loads(text)
@@ -154,14 +155,14 @@ class Fingerprint:
                     f"unknown format {data.get('v') if isinstance(data, dict) else data!r}"
                 )
             digest, dim, probe = data["digest"], data["dim"], data.get("probe", [])
-            if not isinstance(digest, str) or not isinstance(dim, int) or dim < 1:
+            if not isinstance(digest, str) or type(dim) is not int or dim < 1:
                 raise ValueError("bad digest or dimension")
             values = tuple(float(x) for x in probe)
             if any(not math.isfinite(x) for x in values):
                 raise ValueError("non-finite probe")
         except (ValueError, TypeError, KeyError) as exc:
-            raise ConfigurationError(
-                f"Stored embedding fingerprint {text[:80]!r} is unreadable ({exc}); the pin "
+            raise ValueError(
+                f"Stored embedding fingerprint {str(text)[:80]!r} is unreadable ({exc}); the pin "
                 "was written by another flux-chroma version or edited by hand."
             ) from exc
         return cls(digest=digest, dimension=dim, probe=values)
