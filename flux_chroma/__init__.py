@@ -28,6 +28,17 @@ from flux_chroma.errors import (
     TenantError,
     UnpinnedCollectionError,
 )
+from flux_chroma.ingest import (
+    IngestJob,
+    MigrationSpec,
+    ingest_job,
+    ingest_tenants,
+    migrate_collection,
+    register_loader,
+    run_ingest,
+    run_ingest_tenants,
+    run_migration,
+)
 from flux_chroma.options import ChromaOptions
 from flux_chroma.server import ChromaServer
 from flux_chroma.settings import ConnectionSettings
@@ -50,6 +61,16 @@ __all__ = [
     "delete_documents",
     "ChromaTask",
     "ChromaOptions",
+    # replayable ingestion and migration
+    "IngestJob",
+    "run_ingest",
+    "run_ingest_tenants",
+    "ingest_job",
+    "ingest_tenants",
+    "register_loader",
+    "MigrationSpec",
+    "migrate_collection",
+    "run_migration",
     # infrastructure
     "ChromaServer",
     "ConnectionSettings",

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from flux_chroma.connection import database_exists_or_create, get_client
+from flux_chroma.connection import database_exists_or_create, forget_database, get_client
 from flux_chroma.errors import (
     CollectionNotFoundError,
     EmbeddingMismatchError,
@@ -80,11 +80,12 @@ def _cache_key(target: Target, ef: Any, space: str | None) -> tuple[Any, ...]:
 
 
 def forget_collection(target: Target) -> None:
-    """Drop every cached resolution of ``target`` in this process."""
+    """Drop every cached resolution of ``target`` (and of its tenant database) in this process."""
     physical = target.physical
     with _lock:
         for key in [k for k in _cache if k[0] == target.settings and k[2] == physical]:
             _cache.pop(key, None)
+    forget_database(target.settings, target.namespace.database)
 
 
 def _adopt(collection: Collection, pin: Pin, target: Target) -> Pin:
@@ -226,8 +227,9 @@ def with_collection[T](
         What ``operation`` returns.
     """
     for attempt in (1, 2):
-        resolved = open_collection(target, ef=ef, space=space, create=create, adopt=adopt)
         try:
+            # Resolution is inside the try: a cached database can vanish too (snapshot restore).
+            resolved = open_collection(target, ef=ef, space=space, create=create, adopt=adopt)
             return operation(resolved)
         except Exception as exc:
             mapped = classify_chroma_error(exc, action=action, url=target.settings.url)

@@ -143,6 +143,12 @@ def get_client(settings: ConnectionSettings, database: str | None = None) -> Cli
         return client
 
 
+def forget_database(settings: ConnectionSettings, database: str | None) -> None:
+    """Forget that ``database`` exists (it may vanish: a server restored from a snapshot)."""
+    if database is not None:
+        _known_databases.discard((settings, database))
+
+
 def forget_clients() -> None:
     """Drop every cached client of this process (tests and server replacement)."""
     with _lock:

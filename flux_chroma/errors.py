@@ -146,6 +146,17 @@ def _http_status(exc: BaseException) -> int | None:
     return status if isinstance(status, int) else None
 
 
+def _refused_credentials(exc: BaseException, status: int | None) -> bool:
+    """A 401/403 answer, seen as an HTTP status, a chromadb auth error or chromadb's bare
+    ``Exception(response text)`` for error names it does not know (e.g. a proxy's 401)."""
+    from chromadb import errors as chroma_errors
+
+    if status in (401, 403) or isinstance(exc, (chroma_errors.ChromaAuthError, chroma_errors.AuthorizationError)):
+        return True
+    text = str(exc)
+    return type(exc) is Exception and any(m in text for m in ('"Unauthorized"', '"Forbidden"', '"AuthError"'))
+
+
 def classify_chroma_error(exc: BaseException, *, action: str, url: str) -> FluxChromaError:
     """Map an exception raised by chromadb/httpx into a typed flux-chroma error.
 
@@ -178,6 +189,14 @@ def classify_chroma_error(exc: BaseException, *, action: str, url: str) -> FluxC
             "Start it with `flux-chroma server --path DIR` or point FLUX_CHROMA_URL at it."
         )
     status = _http_status(exc)
+    if _refused_credentials(exc, status):
+        # The server's text is left out on purpose: auth failure bodies may quote credentials.
+        return ChromaRequestError(
+            f"Chroma server at {url} (or the proxy in front of it) refused the credentials during "
+            f"{action} (HTTP {status or '401/403'}). This is not retried: check token=, headers= or "
+            "FLUX_CHROMA_TOKEN (the Chroma 1.5 server has no authentication of its own; tokens are "
+            "checked by a proxy or Chroma Cloud)."
+        )
     if isinstance(exc, httpx.HTTPStatusError) and status in _TRANSIENT_STATUS:
         return ChromaUnavailableError(
             f"Chroma server at {url} answered HTTP {status} during {action}; retry later."

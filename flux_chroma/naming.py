@@ -122,6 +122,11 @@ def validate_collection_name(name: object) -> str:
         )
     if ".." in name:
         raise InvalidNameError(f"collection name {name[:80]!r} must not contain '..'.")
+    if name.startswith("fc."):
+        raise InvalidNameError(
+            f"collection name {name[:80]!r} starts with 'fc.', which is reserved for "
+            "flux-chroma's own collections (the alias registry)."
+        )
     try:
         ipaddress.ip_address(name)
     except ValueError:

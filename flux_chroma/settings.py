@@ -52,6 +52,8 @@ def _env_float(name: str, default: float) -> float:
 
 
 def _check_url(url: Any) -> str:
+    if isinstance(url, os.PathLike):
+        raise OneOwnerError(f"url= {os.fspath(url)!r} is a filesystem path, not a server URL. {_ONE_OWNER_HINT}")
     if not isinstance(url, str):
         kind = type(url).__name__
         if "Client" in kind or hasattr(url, "heartbeat"):

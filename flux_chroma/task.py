@@ -38,9 +38,29 @@ FLUX_OPTION_NAMES = frozenset(inspect.signature(task._with_options).parameters) 
 Impl = Callable[..., Awaitable[Any]]
 
 
-def _make_body(impl: Impl, public: Callable[..., Any], options: ChromaOptions) -> Callable[..., Any]:
+def _bounded(options: ChromaOptions, timeout: float) -> ChromaOptions:
+    """Cap the HTTP connect/read timeouts at the Flux task ``timeout`` (when one is set).
+
+    Flux's ``timeout=`` abandons an attempt but cannot stop the worker thread blocked in an
+    HTTP call: without the cap that thread lives on until the read timeout (60 s by default)
+    and the execution cannot end before it (measured with a SIGSTOPped server).
+    """
+    if not timeout or timeout <= 0:
+        return options
+    from flux_chroma.settings import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, _env_float
+
+    read = options.read_timeout or _env_float("FLUX_CHROMA_READ_TIMEOUT", DEFAULT_READ_TIMEOUT)
+    connect = options.connect_timeout or _env_float("FLUX_CHROMA_CONNECT_TIMEOUT", DEFAULT_CONNECT_TIMEOUT)
+    if read <= timeout and connect <= timeout:
+        return options
+    return replace(options, read_timeout=min(read, float(timeout)), connect_timeout=min(connect, float(timeout)))
+
+
+def _make_body(
+    impl: Impl, public: Callable[..., Any], options: ChromaOptions, timeout: float = 0
+) -> Callable[..., Any]:
     async def body(*args: Any, **kwargs: Any) -> Any:
-        return await impl(options, *args, **kwargs)
+        return await impl(_bounded(options, timeout), *args, **kwargs)
 
     body.__signature__ = inspect.signature(public)  # type: ignore[attr-defined]
     body.__name__ = body.__qualname__ = _base_name(public)
@@ -72,6 +92,75 @@ def _final_error(exc: BaseException, attempts: int) -> FluxChromaError:
     return FluxChromaError(f"{type(inner).__name__}: {text}{suffix}")
 
 
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _opaque(value: Any, path: str) -> tuple[str, type] | None:
+    """``(path, type)`` of the first value below ``value`` that is not plain JSON-like data."""
+    if isinstance(value, _PLAIN) and type(value).__module__ == "builtins":
+        return None
+    if type(value) is dict:
+        items: Any = ((f"{path}[{k!r}]", v) for k, v in value.items())
+    elif type(value) in (list, tuple):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+    else:
+        return path, type(value)
+    for sub, item in items:
+        found = _opaque(item, sub)
+        if found is not None:
+            return found
+    return None
+
+
+def _unrecordable(
+    name: str, public: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], exc: TypeError
+) -> FluxChromaError:
+    """A typed error naming the argument Flux could not record (see ``ChromaTask.__call__``)."""
+    from flux_chroma.errors import InvalidDocumentError, InvalidQueryError
+    from flux_chroma.validation import validate_documents
+
+    try:
+        bound: dict[str, Any] = dict(inspect.signature(public).bind_partial(*args, **kwargs).arguments)
+    except TypeError:
+        bound = {}
+    for arg, value in bound.items():
+        found = _opaque(value, arg)
+        if found is None:
+            continue
+        if arg == "docs":
+            try:
+                validate_documents(value)  # names the document id and the metadata key
+            except FluxChromaError as err:
+                return err
+        path, kind = found
+        error = InvalidDocumentError if arg == "docs" else InvalidQueryError
+        return error(
+            f"{name}: argument {path} is a {kind.__module__}.{kind.__name__}, which Flux cannot "
+            "record in its event log. Pass plain str/int/float/bool values, lists and dicts "
+            "(convert numpy values with .item() or .tolist())."
+        )
+    return FluxChromaError(f"{name}: {exc}")
+
+
+def _scrub(ex: Exception, credentials: list[str]) -> Exception:
+    """The same error with every credential in its message replaced by ``***``.
+
+    Server and proxy error bodies end up in messages, and a hostile or careless proxy may quote
+    the headers it received; the stored error (event log, reload, JSON) must never carry them.
+    """
+    if not isinstance(ex, FluxChromaError) or not ex.message:
+        return ex
+    text = ex.message
+    for secret in credentials:
+        text = text.replace(secret, "***")
+    if text == ex.message:
+        return ex
+    clean = ex.__class__.__new__(ex.__class__)
+    FluxChromaError.__init__(clean, text)
+    clean.__dict__.update({k: v for k, v in ex.__dict__.items() if k not in ("_message", "_inner_exception")})
+    return clean
+
+
 class ChromaTask(task):
     """A Flux task bound to flux-chroma options.
 
@@ -101,7 +190,7 @@ class ChromaTask(task):
             secret_requests.append(self.options.token_secret)
         flux_options["cache"] = False  # Flux's output cache would skip writes; see module doc
         super().__init__(
-            _make_body(impl, public, self.options),
+            _make_body(impl, public, self.options, flux_options.get("timeout") or 0),
             name=name,
             secret_requests=secret_requests,
             **flux_options,
@@ -161,8 +250,20 @@ class ChromaTask(task):
         )
 
     async def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Run the task through Flux (records events, replays, retries)."""
-        return await super().__call__(*args, **kwargs)
+        """Run the task through Flux (records events, replays, retries).
+
+        Raises:
+            InvalidDocumentError: A document holds a value Flux cannot record (numpy, ...).
+            InvalidQueryError: Another argument holds such a value.
+        """
+        try:
+            return await super().__call__(*args, **kwargs)
+        except TypeError as exc:
+            # Flux hashes the arguments into the task id before anything runs; a numpy value
+            # fails there with a message that names neither the document nor the key.
+            if "deterministic task id" not in str(exc):
+                raise
+            raise _unrecordable(_base_name(self.public), self.public, args, kwargs, exc) from None
 
     async def _task__handle_exception(
         self,
@@ -190,8 +291,19 @@ class ChromaTask(task):
             # stored as a readable, picklable FluxChromaError rather than ExecutionError(None).
             ex = _final_error(ex, 0)
             retry_attempts = self.retry_max_attempts
+        ex = _scrub(ex, self._credentials(kwargs))
         handler = task._task__handle_exception  # type: ignore[attr-defined]
         return await handler(self, ctx, ex, task_id, task_full_name, task_args, args, kwargs, retry_attempts)
+
+    def _credentials(self, kwargs: dict[str, Any]) -> list[str]:
+        """Credential strings this task sends (header values and bare tokens), longest first."""
+        injected = kwargs.get("secrets")
+        try:
+            values = self.options.settings(injected if isinstance(injected, dict) else None).secrets()
+        except FluxChromaError:
+            return []
+        found = set(values) | {part for value in values for part in value.split() if len(part) >= 8}
+        return sorted(found, key=len, reverse=True)
 
 
 def emit_progress(value: dict[str, Any]) -> Callable[[dict[str, Any]], None]:

@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from flux_chroma.collections import Target, forget_collection, open_collection
+from flux_chroma.aliases import resolve_alias
+from flux_chroma.collections import Resolved, Target, forget_collection, with_collection
 from flux_chroma.connection import get_client
 from flux_chroma.errors import CollectionNotFoundError, InvalidQueryError, classify_chroma_error
 from flux_chroma.options import ChromaOptions
@@ -183,6 +184,7 @@ async def _query(
     validate_k(k)
     validate_where(where)
     validate_where_document(where_document)
+    target = await asyncio.to_thread(resolve_alias, target)  # readers follow the tenant's alias
     hits, _stats = await asyncio.to_thread(
         query_collection,
         target,
@@ -204,8 +206,8 @@ def _list_sync(options: ChromaOptions, secrets: dict[str, Any] | None) -> list[d
         client = get_client(settings, namespace.database)
         out = []
         for coll in client.list_collections():
-            if not namespace.owns(coll.name):
-                continue
+            if not namespace.owns(coll.name) or namespace.short(coll.name).startswith("fc."):
+                continue  # other tenants' collections and flux-chroma's own (alias registry)
             pin = Pin.from_metadata(coll.metadata)
             out.append(
                 {
@@ -247,16 +249,16 @@ async def _delete_collection(options: ChromaOptions, collection: str, **injected
 
 
 def _delete_documents_sync(target: Target, ids: list[str] | None, where: dict[str, Any] | None) -> dict[str, Any]:
-    resolved = open_collection(target, create=False)
-    try:
+    def delete(resolved: Resolved) -> int:
         found = resolved.collection.get(ids=ids, where=where, include=[])
         existing = list(found["ids"])
         if existing:
             resolved.collection.delete(ids=existing)
-    except Exception as exc:  # noqa: BLE001
-        forget_collection(target)
-        raise classify_chroma_error(exc, action=f"delete from {target.label!r}", url=target.settings.url) from None
-    return {"collection": target.name, "deleted": len(existing)}
+        return len(existing)
+
+    # with_collection re-resolves a cached handle whose collection was dropped and recreated.
+    deleted = with_collection(target, delete, create=False, action=f"delete from {target.label!r}")
+    return {"collection": target.name, "deleted": deleted}
 
 
 async def _delete_documents(

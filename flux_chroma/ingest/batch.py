@@ -1,0 +1,223 @@
+"""The ingestion tasks: ``plan_ingest``, ``ingest_batch`` and ``cleanup_ingest``.
+
+They are :class:`~flux_chroma.task.ChromaTask` instances, so they take flux-chroma options
+(``tenant=``, ``url=``, ``embedding_function=``, ``cache=``, ...) and Flux options through
+``with_options`` and share the permanent/transient error handling of the other tasks. Their
+arguments are references (the job spec, one batch reference, a digest), never documents,
+so Flux's event log stays small; each call is a replay checkpoint.
+
+Example:
+    >>> plan = await plan_ingest.with_options(tenant="acme")(job)
+    >>> for ref in plan["batches"]:
+    ...     await ingest_batch.with_options(tenant="acme")(plan["collection"], job, ref)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from typing import Any
+
+from flux import ExecutionContext
+
+from flux_chroma.aliases import resolve_alias
+from flux_chroma.collections import Resolved, Target, open_collection
+from flux_chroma.connection import server_info
+from flux_chroma.errors import (
+    ChromaUnavailableError,
+    SourceChangedError,
+    TenantError,
+    classify_chroma_error,
+)
+from flux_chroma.ingest.cleanup import SOURCE_KEY, cleanup_stale
+from flux_chroma.ingest.plan import build_plan, read_batch
+from flux_chroma.ingest.spec import IngestJob
+from flux_chroma.options import ChromaOptions
+from flux_chroma.task import ChromaTask
+from flux_chroma.writer import WriteOptions, write_documents
+
+__all__ = ["plan_ingest", "ingest_batch", "cleanup_ingest", "send_progress"]
+
+
+# --- public signatures (what Flux records and hashes) ------------------------------------
+
+
+def _sig_plan_ingest(job: dict[str, Any], expected_digest: str | None = None) -> dict[str, Any]:
+    """Read a job's sources once and cut it into batch references.
+
+    Args:
+        job: The job spec (:meth:`IngestJob.to_dict`).
+        expected_digest: The corpus digest the job was submitted with; a different one
+            fails the plan (the sources changed in between). ``None`` skips the check.
+
+    Returns:
+        The plan (see :func:`~flux_chroma.ingest.plan.build_plan`) plus ``collection`` (the
+        alias-resolved collection to write) and ``physical_name``.
+
+    Raises:
+        DuplicateIdError: A document id repeats and ``duplicates="error"``.
+        SourceChangedError: A source is missing, or its digest is not ``expected_digest``.
+        InvalidDocumentError: A malformed record (named by source and position).
+    """
+    raise NotImplementedError
+
+
+def _sig_ingest_batch(collection: str, job: dict[str, Any], batch: dict[str, Any]) -> dict[str, Any]:
+    """Re-read one batch from its reference, write it, and verify the ids on the server.
+
+    Args:
+        collection: The collection to write (``plan["collection"]``).
+        job: The job spec.
+        batch: One entry of ``plan["batches"]``.
+
+    Returns:
+        A receipt: ``batch``, ``source``, ``chunks``, ``added``, ``updated``, ``skipped``,
+        ``embedded``, ``cache_hits``, ``embed_seconds``, ``seconds``, ``verified``,
+        ``execution_id``, ``pid``.
+
+    Raises:
+        SourceChangedError: The slice no longer matches its digest (nothing is written).
+        EmbeddingMismatchError: The configured model differs from the collection's pin.
+        ChromaUnavailableError: The server is unreachable (retried by Flux).
+    """
+    raise NotImplementedError
+
+
+def _sig_cleanup_ingest(collection: str, job: dict[str, Any], plan_digest: str) -> dict[str, Any]:
+    """Delete the job's stale chunks (after all batches committed), per ``job["cleanup"]``.
+
+    Args:
+        collection: The collection the batches wrote.
+        job: The job spec.
+        plan_digest: The plan's digest; cleanup refuses to run if the sources changed since.
+
+    Returns:
+        ``{"mode", "scanned", "deleted"}``.
+
+    Raises:
+        SourceChangedError: The sources changed after the batches were written.
+    """
+    raise NotImplementedError
+
+
+# --- implementations ----------------------------------------------------------------------
+
+
+def _job(options: ChromaOptions, job: Any) -> IngestJob:
+    spec = IngestJob.from_dict(job)
+    if options.tenant is not None and options.tenant != spec.tenant:
+        raise TenantError(
+            f"this task is bound to tenant {options.tenant!r} but the job is for {spec.tenant!r}; "
+            "use task.with_options(**job.task_options())."
+        )
+    return spec
+
+
+def _secrets(injected: dict[str, Any]) -> dict[str, Any] | None:
+    secrets = injected.get("secrets")
+    return secrets if isinstance(secrets, dict) else None
+
+
+async def send_progress(value: dict[str, Any]) -> None:
+    """Emit Flux progress from inside a task (streamed to callers, never persisted)."""
+    from flux.tasks.progress import progress
+
+    await progress(value)
+
+
+def _plan_sync(target: Target, job: IngestJob, expected: str | None) -> dict[str, Any]:
+    resolved = resolve_alias(target)
+    max_batch = int(server_info(target.settings)["max_batch_size"]) or None
+    plan = build_plan(job, max_batch)
+    if expected is not None and plan["digest"] != expected:
+        raise SourceChangedError(
+            f"the sources of ingestion job {job.tenant}/{job.collection} changed between submission and "
+            "planning; nothing was written. Submit the job again."
+        )
+    plan["collection"] = resolved.name
+    plan["physical_name"] = resolved.physical
+    return plan
+
+
+async def _plan_ingest(options: ChromaOptions, job: dict[str, Any], expected_digest: str | None = None, **injected: Any) -> dict[str, Any]:
+    spec = _job(options, job)
+    target = options.target(spec.collection, _secrets(injected))
+    plan = await asyncio.to_thread(_plan_sync, target, spec, expected_digest)
+    await send_progress({"phase": "planned", "tenant": spec.tenant, "collection": plan["collection"], "batches": len(plan["batches"]), "chunks": plan["chunks"]})
+    return plan
+
+
+def _verify(resolved: Resolved, ids: list[str], label: str, url: str) -> int:
+    try:
+        found = set(resolved.collection.get(ids=ids, include=[])["ids"])
+    except Exception as exc:  # noqa: BLE001 - classified in one place
+        raise classify_chroma_error(exc, action=f"verify {label}", url=url) from None
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise ChromaUnavailableError(
+            f"verify-after-write of {label}: {len(missing)} of {len(ids)} written ids are missing on "
+            f"the server (e.g. {missing[:3]}). The batch is retried."
+        )
+    return len(ids)
+
+
+def _batch_sync(target: Target, job: IngestJob, ref: dict[str, Any], options: ChromaOptions) -> dict[str, Any]:
+    started = time.perf_counter()
+    chunks = read_batch(job, ref)
+    source_id = job.sources[ref["source"]]["id"]
+    opts = WriteOptions(
+        ef=options.embedding_function,
+        cache=options.embedding_cache(),
+        space=options.space,
+        adopt=options.adopt,
+        extra_metadata={SOURCE_KEY: source_id},
+    )
+    receipt = write_documents(target, [c.document() for c in chunks], opts)
+    resolved = open_collection(target, ef=options.embedding_function, space=options.space, create=False, adopt=options.adopt)
+    verified = _verify(resolved, [c.id for c in chunks], f"batch {ref['batch']} of {target.label!r}", target.settings.url)
+    return {
+        "batch": ref["batch"],
+        "source": source_id,
+        "chunks": len(chunks),
+        "added": receipt["added"],
+        "updated": receipt["updated"],
+        "skipped": receipt["skipped"],
+        "embedded": receipt["embedded"],
+        "cache_hits": receipt["cache_hits"],
+        "embed_seconds": receipt["embed_seconds"],
+        "seconds": round(time.perf_counter() - started, 6),
+        "verified": verified,
+        "pid": os.getpid(),
+    }
+
+
+async def _ingest_batch(options: ChromaOptions, collection: str, job: dict[str, Any], batch: dict[str, Any], **injected: Any) -> dict[str, Any]:
+    spec = _job(options, job)
+    target = options.target(collection, _secrets(injected))
+    base = {"phase": "batch", "tenant": spec.tenant, "collection": collection, "batch": batch["batch"], "of": batch.get("of")}
+    await send_progress({**base, "status": "started", "chunks": batch["count"]})
+    receipt = await asyncio.to_thread(_batch_sync, target, spec, batch, options)
+    receipt["execution_id"] = (await ExecutionContext.get()).execution_id
+    await send_progress({**base, "status": "done", **receipt})
+    return receipt
+
+
+async def _cleanup_ingest(options: ChromaOptions, collection: str, job: dict[str, Any], plan_digest: str, **injected: Any) -> dict[str, Any]:
+    spec = _job(options, job)
+    target = options.target(collection, _secrets(injected))
+    result = await asyncio.to_thread(cleanup_stale, target, spec, plan_digest, ef=options.embedding_function)
+    await send_progress({"phase": "cleanup", "tenant": spec.tenant, "collection": collection, **result})
+    return result
+
+
+_RETRY: dict[str, Any] = {"retry_max_attempts": 3, "retry_delay": 1, "retry_backoff": 2}
+
+plan_ingest: ChromaTask = ChromaTask(_plan_ingest, _sig_plan_ingest, **_RETRY)
+"""Plan an ingestion job (read sources, cut into batch references). See ``_sig_plan_ingest``."""
+
+ingest_batch: ChromaTask = ChromaTask(_ingest_batch, _sig_ingest_batch, **_RETRY)
+"""Write one batch of an ingestion job from its reference. See ``_sig_ingest_batch``."""
+
+cleanup_ingest: ChromaTask = ChromaTask(_cleanup_ingest, _sig_cleanup_ingest, **_RETRY)
+"""Delete an ingestion job's stale chunks. See ``_sig_cleanup_ingest``."""

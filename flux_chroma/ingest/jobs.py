@@ -1,0 +1,164 @@
+"""Submitting durable jobs inline: deterministic execution ids, resume, and re-runs.
+
+A job key (explicit, or a digest of the spec) gives a family of execution ids
+``fc-<kind>-<tenant>-<digest>-r<run>``. Submitting a job looks at the latest run:
+
+* none yet: run 1 is created and SAVED before anything runs, so a crash inside the very
+  first task still leaves an execution to resume;
+* ``CREATED``/``RUNNING`` (its process died): it is resumed by id, so re-submitting never
+  starts a twin; completed tasks replay from Flux's log and the interrupted one runs again;
+* ``FAILED``/``CANCELLED``: Flux cannot resume those, so run ``n+1`` starts with a copy of
+  the completed task events of run ``n``. Flux task ids are digests of the task name and
+  its arguments, and batch arguments carry their content digest, so exactly the batches
+  whose content is unchanged replay (no embedding, no request); the rest run again;
+* ``COMPLETED``: a new run starts from scratch (an incremental sync: unchanged chunks are
+  skipped after asking the server). Replaying a completed run would silently do nothing
+  after the collection was wiped.
+
+One process per job at a time on a host: a lock file under Flux's home refuses a second
+submitter while the first is alive (the lock dies with its process, even on SIGKILL).
+Submitters on different hosts sharing one Flux database are not serialized.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from flux import ExecutionContext
+from flux.domain.events import ExecutionEventType
+
+from flux_chroma.errors import ConfigurationError
+from flux_chroma.ingest.spec import digest_of
+
+__all__ = ["execution_base", "execution_id", "latest_run", "run_durable", "JobBusyError", "Progress"]
+
+Progress = Callable[[Any], None]
+_RESUMABLE = {"CREATED", "RUNNING"}
+_RERUN_WITH_REPLAY = {"FAILED", "CANCELLED"}
+_TASK_EVENTS = {ExecutionEventType.TASK_STARTED, ExecutionEventType.TASK_COMPLETED}
+
+
+class JobBusyError(ConfigurationError):
+    """The job is already running in another live process on this host."""
+
+
+def execution_base(kind: str, tenant: str, collection: str, key: str) -> str:
+    """The execution-id prefix shared by every run of one job."""
+    return f"fc-{kind}-{tenant}-{digest_of([kind, tenant, collection, key], 16)}"
+
+
+def execution_id(base: str, run: int) -> str:
+    """The execution id of run ``run`` (1-based) of a job family."""
+    return f"{base}-r{run}"
+
+
+def _manager() -> Any:
+    from flux.context_managers import ContextManager
+
+    return ContextManager.create()
+
+
+def latest_run(base: str) -> tuple[int, dict[str, Any] | None]:
+    """``(run number, Flux summary)`` of the newest run of a job family (``(0, None)``)."""
+    manager = _manager()
+    run = 0
+    while manager.exists(execution_id(base, run + 1)):
+        run += 1
+    return run, (manager.get_summary(execution_id(base, run)) if run else None)
+
+
+@contextmanager
+def _job_lock(base: str) -> Iterator[None]:
+    from flux.config import Configuration
+
+    folder = Path(Configuration.get().settings.home).expanduser() / "flux-chroma-locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{base}.lock"
+    with open(path, "a+") as handle:  # closing the file releases the lock
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            owner = handle.read().strip() or "?"
+            raise JobBusyError(
+                f"job {base} is already running in process {owner} on this host (lock {path}). "
+                "Wait for it, or stop that process; a later submission resumes where it stopped."
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        yield
+
+
+def _replayable_events(previous: ExecutionContext[Any]) -> list[Any]:
+    done = {e.source_id for e in previous.events if e.type == ExecutionEventType.TASK_COMPLETED}
+    return [e for e in previous.events if e.type in _TASK_EVENTS and e.source_id in done]
+
+
+def _run(wf: Any, ctx: ExecutionContext[Any], on_progress: Progress | None) -> ExecutionContext[Any]:
+    ctx.set_checkpoint(wf._save)
+    if on_progress is not None:
+        ctx.set_progress_callback(lambda _eid, _tid, _name, value: on_progress(value))
+    result: ExecutionContext[Any] = asyncio.run(wf(ctx))
+    return result
+
+
+def run_durable(
+    wf: Any,
+    input: dict[str, Any],
+    *,
+    base: str,
+    on_progress: Progress | None = None,
+) -> ExecutionContext[Any]:
+    """Run, resume or re-run the job family ``base`` inline and return its execution.
+
+    Args:
+        wf: The Flux workflow.
+        input: Its input (small, JSON-able).
+        base: Execution-id prefix from :func:`execution_base`.
+        on_progress: Called with each progress value the tasks emit.
+
+    Returns:
+        The finished (or failed) execution context; ``ctx.execution_id`` names the run.
+
+    Raises:
+        JobBusyError: The job is running in another process on this host.
+        ConfigurationError: The latest run is owned by a Flux server/worker (scheduled,
+            claimed, paused, ...), so it must not be resumed inline.
+    """
+    with _job_lock(base):
+        run, summary = latest_run(base)
+        copied: list[Any] = []
+        replayed_from = None
+        if summary is not None:
+            state = str(summary["state"])
+            eid = execution_id(base, run)
+            if state in _RESUMABLE:
+                return _run(wf, _manager().get(eid), on_progress)
+            if state in _RERUN_WITH_REPLAY:
+                copied = _replayable_events(_manager().get(eid))
+                replayed_from = eid
+            elif state != "COMPLETED":
+                raise ConfigurationError(
+                    f"execution {eid} is {state}: a Flux server or worker owns it. Resume or cancel "
+                    "it through Flux, not inline."
+                )
+        eid = execution_id(base, run + 1)
+        ctx: ExecutionContext[Any] = ExecutionContext(
+            workflow_id=wf._ensure_registered(),
+            workflow_namespace=wf.namespace,
+            workflow_name=wf.name,
+            input={**input, "run": run + 1, "replayed_from": replayed_from},
+            execution_id=eid,
+        )
+        ctx.start(f"{wf.name}_{eid}")
+        ctx.events.extend(copied)
+        wf._save(ctx)  # exists (RUNNING) before the first task: a crash anywhere is resumable
+        return _run(wf, ctx, on_progress)

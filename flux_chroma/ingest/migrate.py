@@ -1,0 +1,338 @@
+"""Re-embedding migration: rebuild a tenant's collection with a new model, then switch an alias.
+
+Readers keep using the collection name (say ``kb``). The migration:
+
+1. ``plan_migration``: resolves ``kb`` (itself, or what its alias points at) as the source,
+   creates the target (default ``kb-<first 8 hex of the new model's fingerprint>``) pinned to
+   the new embedding function, and cuts the source into pages.
+2. ``migrate_page`` per page (the replay checkpoints): re-reads the page from the source,
+   re-embeds its documents with the new model and writes them with the same ids, documents
+   and metadata (including ``fc_source``) into the target.
+3. ``reconcile_migration``: compares ids and content hashes of source and target, copies
+   what the source gained meanwhile, deletes what it lost, and verifies both sides match.
+4. ``switch_alias``: points ``kb`` at the target, only if it still resolves to the source.
+
+Until step 4 every query of ``kb`` is answered by the old collection with the old model;
+after it, by the new collection with the new model. A query resolves the alias once, so it
+never mixes models. The old collection is left in place (switch back with
+:func:`flux_chroma.aliases.set_alias`, or delete it when satisfied).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from flux import ExecutionContext, workflow
+
+from flux_chroma.aliases import resolve_alias, set_alias
+from flux_chroma.collections import Target, open_collection
+from flux_chroma.connection import get_client, server_info
+from flux_chroma.errors import (
+    ChromaUnavailableError,
+    ConfigurationError,
+    InvalidDocumentError,
+    UnpinnedCollectionError,
+    classify_chroma_error,
+)
+from flux_chroma.ingest.jobs import Progress, execution_base, run_durable
+from flux_chroma.ingest.spec import (
+    DEFAULT_BATCH_SIZE,
+    check_embedding,
+    check_options,
+    digest_of,
+    embedding_from_spec,
+)
+from flux_chroma.naming import validate_collection_name, validate_tenant
+from flux_chroma.options import ChromaOptions
+from flux_chroma.pinning import Pin, pin_for
+from flux_chroma.reader import public_metadata
+from flux_chroma.task import ChromaTask
+from flux_chroma.validation import RESERVED_PREFIX, Document
+from flux_chroma.writer import HASH_KEY, WriteOptions, content_hash, write_documents
+
+__all__ = ["MigrationSpec", "migration_steps", "migrate_collection", "run_migration", "plan_migration", "migrate_page", "reconcile_migration", "switch_alias"]
+
+
+@dataclass(frozen=True)
+class MigrationSpec:
+    """What to migrate and to which model.
+
+    Args:
+        tenant: Tenant id.
+        collection: The name readers use (a collection, or an alias of one).
+        embedding_function: ``{"name", "config"}`` of the new (registered) embedding function.
+        target: New collection name (default ``{collection}-{fingerprint[:8]}``).
+        batch_size: Records per page task (capped by the server's max batch size).
+        space: Distance space of the target (default: the source's).
+        options: Loggable task options (as for :class:`~flux_chroma.ingest.IngestJob`).
+        key: Job key for execution ids (default: a digest of the spec).
+    """
+
+    tenant: str
+    collection: str
+    embedding_function: dict[str, Any]
+    target: str | None = None
+    batch_size: int = DEFAULT_BATCH_SIZE
+    space: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    key: str | None = None
+
+    def __post_init__(self) -> None:
+        validate_tenant(self.tenant)
+        validate_collection_name(self.collection)
+        if self.target is not None:
+            validate_collection_name(self.target)
+        ef = check_embedding(self.embedding_function, "migration")
+        if ef is None:
+            raise ConfigurationError("migration.embedding_function is required: the model to migrate to.")
+        object.__setattr__(self, "embedding_function", ef)
+        object.__setattr__(self, "options", check_options(self.options, "migration"))
+        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise ConfigurationError(f"batch_size must be a positive integer, got {self.batch_size!r}.")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | MigrationSpec) -> MigrationSpec:
+        """Build from the JSON form (or return unchanged)."""
+        if isinstance(data, MigrationSpec):
+            return data
+        if not isinstance(data, Mapping):
+            raise ConfigurationError(f"a migration spec must be a dict, got {type(data).__name__}.")
+        known = {"tenant", "collection", "embedding_function", "target", "batch_size", "space", "options", "key"}
+        if set(data) - known:
+            raise ConfigurationError(f"migration spec has unknown field(s) {sorted(set(data) - known)}.")
+        return cls(**dict(data))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form."""
+        out = {"tenant": self.tenant, "collection": self.collection, "embedding_function": self.embedding_function, "batch_size": self.batch_size}
+        for name in ("target", "space", "key"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        if self.options:
+            out["options"] = dict(self.options)
+        return out
+
+    def task_options(self) -> dict[str, Any]:
+        """Task options: tenant, loggable options, and the NEW embedding function."""
+        return {**self.options, "tenant": self.tenant, "embedding_function": embedding_from_spec(self.embedding_function)}
+
+
+def _raw(target: Target) -> Any:
+    try:
+        return get_client(target.settings, target.namespace.database).get_collection(target.physical, embedding_function=None)
+    except Exception as exc:  # noqa: BLE001
+        raise classify_chroma_error(exc, action=f"open {target.label!r}", url=target.settings.url) from None
+
+
+def _read_all(collection: Any, include: list[str], page: int) -> dict[str, Any]:
+    ids: list[str] = []
+    docs: list[Any] = []
+    metas: list[Any] = []
+    offset = 0
+    while True:
+        got = collection.get(include=include, limit=page, offset=offset)
+        ids += list(got["ids"])
+        docs += list(got.get("documents") or [None] * len(got["ids"]))
+        metas += list(got.get("metadatas") or [None] * len(got["ids"]))
+        if len(got["ids"]) < page:
+            return {"ids": ids, "documents": docs, "metadatas": metas}
+        offset += page
+
+
+def _copy(records: dict[str, Any], target: Target, options: ChromaOptions) -> dict[str, Any]:
+    """Write source records (ids, documents, metadata incl. fc_* keys) into the target."""
+    groups: dict[tuple[tuple[str, Any], ...], list[Document]] = {}
+    missing = [rid for rid, doc in zip(records["ids"], records["documents"], strict=True) if not isinstance(doc, str)]
+    if missing:
+        raise InvalidDocumentError(
+            f"records {missing[:5]} have no document text, so they cannot be re-embedded with a new model."
+        )
+    for rid, doc, meta in zip(records["ids"], records["documents"], records["metadatas"], strict=True):
+        meta = meta or {}
+        own = tuple(sorted((k, v) for k, v in meta.items() if k.startswith(RESERVED_PREFIX) and k != HASH_KEY))
+        groups.setdefault(own, []).append(Document(rid, doc, public_metadata(meta)))
+    totals: dict[str, Any] = {"added": 0, "updated": 0, "skipped": 0, "embedded": 0, "embed_seconds": 0.0}
+    for own, docs in groups.items():
+        opts = WriteOptions(ef=options.embedding_function, cache=options.embedding_cache(), space=options.space, extra_metadata=dict(own))
+        receipt = write_documents(target, docs, opts)
+        for key in totals:
+            totals[key] += receipt[key]
+    return totals
+
+
+# --- tasks --------------------------------------------------------------------------------
+
+
+def _sig_plan_migration(spec: dict[str, Any]) -> dict[str, Any]:
+    """Resolve the source, create the pinned target, and cut the source into pages.
+
+    Returns:
+        ``{"source", "target", "count", "page_size", "pages", "pin", "source_pin", "noop"}``;
+        ``noop`` is True when the name already serves this model.
+    """
+    raise NotImplementedError
+
+
+def _plan_sync(options: ChromaOptions, spec: MigrationSpec) -> dict[str, Any]:
+    source = resolve_alias(options.target(spec.collection))
+    source_coll = _raw(source)
+    source_pin = Pin.from_metadata(source_coll.metadata)
+    if source_pin is None:
+        raise UnpinnedCollectionError(f"collection {source.label!r} has no pin; adopt it before migrating it.")
+    new_pin = pin_for(options.embedding_function, spec.space or source_pin.space)
+    same = (new_pin.name, new_pin.config, new_pin.fingerprint.digest, new_pin.space) == (
+        source_pin.name, source_pin.config, source_pin.fingerprint.digest, source_pin.space)
+    target_name = spec.target or f"{spec.collection}-{new_pin.fingerprint.digest[:8]}"
+    plan: dict[str, Any] = {"source": source.name, "target": target_name, "pin": new_pin.summary(), "source_pin": source_pin.summary(), "noop": same}
+    if same:
+        return {**plan, "target": source.name, "count": 0, "page_size": 0, "pages": []}
+    if target_name == source.name:
+        raise ConfigurationError(f"migration target {target_name!r} is the source collection itself; choose another target.")
+    target = options.target(target_name)
+    open_collection(target, ef=options.embedding_function, space=new_pin.space, create=True)  # pinned to the new model
+    size = min(spec.batch_size, int(server_info(source.settings)["max_batch_size"]) or spec.batch_size)
+    count = int(source_coll.count())
+    pages = [{"page": i, "offset": off, "limit": size} for i, off in enumerate(range(0, count, size))]
+    return {**plan, "count": count, "page_size": size, "pages": pages}
+
+
+async def _plan_migration(options: ChromaOptions, spec: dict[str, Any], **_: Any) -> dict[str, Any]:
+    return await asyncio.to_thread(_plan_sync, options, MigrationSpec.from_dict(spec))
+
+
+def _sig_migrate_page(source: str, target: str, page: dict[str, Any]) -> dict[str, Any]:
+    """Re-embed one page of the source into the target (same ids, documents, metadata)."""
+    raise NotImplementedError
+
+
+def _page_sync(options: ChromaOptions, source: str, target: str, page: dict[str, Any]) -> dict[str, Any]:
+    started = time.perf_counter()
+    got = _raw(options.target(source)).get(include=["documents", "metadatas"], limit=page["limit"], offset=page["offset"])
+    records = {"ids": list(got["ids"]), "documents": list(got["documents"] or []), "metadatas": list(got["metadatas"] or [])}
+    totals = _copy(records, options.target(target), options) if records["ids"] else {}
+    return {"page": page["page"], "records": len(records["ids"]), **totals, "seconds": round(time.perf_counter() - started, 6)}
+
+
+async def _migrate_page(options: ChromaOptions, source: str, target: str, page: dict[str, Any], **_: Any) -> dict[str, Any]:
+    from flux_chroma.ingest.batch import send_progress
+
+    receipt = await asyncio.to_thread(_page_sync, options, source, target, page)
+    await send_progress({"phase": "migrate", "tenant": options.tenant, "source": source, "target": target, **receipt})
+    return receipt
+
+
+def _sig_reconcile_migration(source: str, target: str) -> dict[str, Any]:
+    """Make the target match the source (copy missing/changed, delete extra) and verify it.
+
+    Returns:
+        ``{"count", "copied", "deleted", "verified": True}``.
+
+    Raises:
+        ChromaUnavailableError: The source kept changing; retried by Flux.
+    """
+    raise NotImplementedError
+
+
+def _hashes(options: ChromaOptions, name: str, page: int, *, from_documents: bool) -> dict[str, str]:
+    include = ["documents", "metadatas"] if from_documents else ["metadatas"]
+    rows = _read_all(_raw(options.target(name)), include, page)
+    out: dict[str, str] = {}
+    for rid, doc, meta in zip(rows["ids"], rows["documents"], rows["metadatas"], strict=True):
+        stored = (meta or {}).get(HASH_KEY)
+        out[rid] = str(stored) if stored and not from_documents else content_hash(Document(rid, doc or "", public_metadata(meta)))
+    return out
+
+
+def _reconcile_sync(options: ChromaOptions, source: str, target: str) -> dict[str, Any]:
+    page = int(server_info(options.settings())["max_batch_size"]) or 1000
+    want = _hashes(options, source, page, from_documents=True)
+    have = _hashes(options, target, page, from_documents=False)
+    todo = [rid for rid, h in want.items() if have.get(rid) != h]
+    extra = [rid for rid in have if rid not in want]
+    src = _raw(options.target(source))
+    for start in range(0, len(todo), page):
+        got = src.get(ids=todo[start : start + page], include=["documents", "metadatas"])
+        _copy({"ids": list(got["ids"]), "documents": list(got["documents"] or []), "metadatas": list(got["metadatas"] or [])}, options.target(target), options)
+    tgt = _raw(options.target(target))
+    for start in range(0, len(extra), page):
+        tgt.delete(ids=extra[start : start + page])
+    if _hashes(options, target, page, from_documents=False) != _hashes(options, source, page, from_documents=True):
+        raise ChromaUnavailableError(
+            f"collection {source!r} changed while its migration to {target!r} was being verified; the "
+            "reconcile step is retried. The alias was not switched."
+        )
+    return {"count": len(want), "copied": len(todo), "deleted": len(extra), "verified": True}
+
+
+async def _reconcile_migration(options: ChromaOptions, source: str, target: str, **_: Any) -> dict[str, Any]:
+    return await asyncio.to_thread(_reconcile_sync, options, source, target)
+
+
+def _sig_switch_alias(alias: str, target: str, expected: str) -> dict[str, Any]:
+    """Point ``alias`` at ``target`` if it still resolves to ``expected``.
+
+    Returns:
+        ``{"alias", "target", "previous"}``.
+    """
+    raise NotImplementedError
+
+
+async def _switch_alias(options: ChromaOptions, alias: str, target: str, expected: str, **_: Any) -> dict[str, Any]:
+    return await asyncio.to_thread(set_alias, options.settings(), options.namespace(), alias, target, expected=expected)
+
+
+_RETRY: dict[str, Any] = {"retry_max_attempts": 3, "retry_delay": 1, "retry_backoff": 2}
+plan_migration: ChromaTask = ChromaTask(_plan_migration, _sig_plan_migration, **_RETRY)
+migrate_page: ChromaTask = ChromaTask(_migrate_page, _sig_migrate_page, **_RETRY)
+reconcile_migration: ChromaTask = ChromaTask(_reconcile_migration, _sig_reconcile_migration, **_RETRY)
+switch_alias: ChromaTask = ChromaTask(_switch_alias, _sig_switch_alias, **_RETRY)
+
+
+async def migration_steps(spec: MigrationSpec | dict[str, Any]) -> dict[str, Any]:
+    """Run a migration as Flux tasks inside the current workflow.
+
+    Returns:
+        ``{"tenant", "collection", "source", "target", "noop", "count", "pages", "added",
+        "updated", "skipped", "embedded", "embed_seconds", "reconcile", "switch", "pin"}``.
+    """
+    spec = MigrationSpec.from_dict(spec)
+    spec_dict, opts = spec.to_dict(), spec.task_options()
+    plan = await plan_migration.with_options(**opts)(spec_dict)
+    report: dict[str, Any] = {"tenant": spec.tenant, "collection": spec.collection, "source": plan["source"], "target": plan["target"], "noop": plan["noop"], "count": plan["count"], "pages": len(plan["pages"]), "pin": plan["pin"]}
+    if plan["noop"]:
+        return {**report, "reconcile": None, "switch": None}
+    page_task = migrate_page.with_options(**opts)
+    receipts = [await page_task(plan["source"], plan["target"], ref) for ref in plan["pages"]]
+    for key in ("added", "updated", "skipped", "embedded"):
+        report[key] = sum(int(r.get(key, 0)) for r in receipts)
+    report["embed_seconds"] = round(sum(float(r.get("embed_seconds", 0.0)) for r in receipts), 6)
+    report["reconcile"] = await reconcile_migration.with_options(**opts)(plan["source"], plan["target"])
+    report["switch"] = await switch_alias.with_options(**opts)(spec.collection, plan["target"], plan["source"])
+    return report
+
+
+@workflow.with_options(namespace="flux-chroma")
+async def migrate_collection(ctx: ExecutionContext[dict[str, Any]]) -> dict[str, Any]:
+    """Re-embed a tenant's collection into a new one and switch its alias. Input: a spec."""
+    data = ctx.input or {}
+    return await migration_steps(data.get("spec", data))
+
+
+def run_migration(spec: MigrationSpec | Mapping[str, Any], *, on_progress: Progress | None = None) -> ExecutionContext[Any]:
+    """Run a migration inline with deterministic execution ids (resume/re-run like ingestion).
+
+    Args:
+        spec: The migration spec.
+        on_progress: Progress callback (one value per migrated page).
+
+    Returns:
+        The execution context; ``output`` is the report (see :func:`migration_steps`).
+    """
+    spec = MigrationSpec.from_dict(spec)
+    key = spec.key or digest_of({k: v for k, v in spec.to_dict().items() if k != "key"}, 20)
+    base = execution_base("migrate", spec.tenant, spec.collection, key)
+    return run_durable(migrate_collection, {"spec": spec.to_dict()}, base=base, on_progress=on_progress)

@@ -1,0 +1,265 @@
+"""Ingestion sources: where documents come from, and how a slice of them is read again.
+
+A job names its sources by reference (a directory and glob patterns, a JSONL file, or a
+custom loader registered by name); the documents themselves never travel through Flux.
+Each source yields *units* (one document each) in a deterministic order, and every unit has
+a *cursor* that lets a batch task start reading again exactly where its slice begins:
+
+* ``files``: text/markdown files under ``path`` matching ``glob`` (default ``**/*.md`` and
+  ``**/*.txt``), sorted by relative path. Document id ``{source id}/{relative path}``,
+  metadata ``{"path": relative path}``. Cursor: position in the sorted listing.
+* ``jsonl``: one JSON object per line with ``id``, ``text`` and optional ``metadata``
+  fields (names configurable). Document id: the record's id. Cursor: byte offset of the line.
+* any name registered with :func:`register_loader`: a function ``loader(params) ->
+  iterable of {"id", "text", "metadata"?}`` that must yield the same records in the same
+  order every time it is called. Cursor: position in that sequence.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from flux_chroma.errors import ConfigurationError, InvalidDocumentError, SourceChangedError
+from flux_chroma.validation import validate_metadata
+
+__all__ = ["Unit", "register_loader", "normalize_source", "iter_units", "BUILTIN_KINDS", "Loader"]
+
+Loader = Callable[[dict[str, Any]], Iterable[Mapping[str, Any]]]
+BUILTIN_KINDS = ("files", "jsonl")
+DEFAULT_GLOBS = ("**/*.md", "**/*.txt")
+_LOADERS: dict[str, Loader] = {}
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One document read from a source.
+
+    Args:
+        doc_id: Document id (chunk ids derive from it).
+        text: The document text.
+        metadata: User metadata copied to each chunk.
+        cursor: Where a re-read starting at this document begins (JSON-able int).
+        label: Human description for messages (``"docs/a.md"``, ``"data.jsonl line 3"``).
+    """
+
+    doc_id: str
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    cursor: int = 0
+    label: str = ""
+
+
+def register_loader(kind: str) -> Callable[[Loader], Loader]:
+    """Register a custom source kind (decorator).
+
+    The loader must be importable (registered) in every process that runs ingestion tasks,
+    and must yield the same records in the same order on every call.
+
+    Args:
+        kind: The ``kind`` value used in job specs.
+
+    Returns:
+        A decorator that registers and returns the loader.
+
+    Raises:
+        ConfigurationError: ``kind`` is empty or a built-in kind.
+
+    Example:
+        >>> @register_loader("faq")
+        ... def load_faq(params):
+        ...     return [{"id": "q1", "text": "How do I resume a job?"}]
+    """
+    if not isinstance(kind, str) or not kind or kind in BUILTIN_KINDS:
+        raise ConfigurationError(f"loader kind {kind!r} must be a non-empty string other than {BUILTIN_KINDS}.")
+
+    def decorate(loader: Loader) -> Loader:
+        _LOADERS[kind] = loader
+        return loader
+
+    return decorate
+
+
+def _check_id(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not value.strip() or "#" in value or value != value.strip():
+        raise ConfigurationError(
+            f"{what} {value!r} must be a non-empty string without '#' or surrounding spaces."
+        )
+    return value
+
+
+def normalize_source(raw: Any, position: int) -> dict[str, Any]:
+    """Validate one source reference and fill in its defaults (absolute paths, id, globs).
+
+    Args:
+        raw: ``{"kind": "files"|"jsonl"|<registered>, ...}``.
+        position: Index in the job's source list (for messages).
+
+    Returns:
+        The canonical source dict (JSON-able).
+
+    Raises:
+        ConfigurationError: Unknown fields, missing path, bad id.
+    """
+    if not isinstance(raw, Mapping):
+        raise ConfigurationError(f"sources[{position}] must be a dict with a 'kind', got {type(raw).__name__}.")
+    src = dict(raw)
+    kind = src.get("kind")
+    if not isinstance(kind, str) or not kind:
+        raise ConfigurationError(f"sources[{position}] needs a 'kind' ('files', 'jsonl' or a registered loader).")
+    if kind == "files":
+        allowed = {"kind", "id", "path", "glob", "encoding"}
+        if "path" not in src:
+            raise ConfigurationError(f"sources[{position}] (files) needs 'path': the directory to read.")
+        path = Path(str(src["path"])).expanduser().absolute()
+        globs = src.get("glob", list(DEFAULT_GLOBS))
+        globs = [globs] if isinstance(globs, str) else list(globs)
+        if not globs or not all(isinstance(g, str) and g for g in globs):
+            raise ConfigurationError(f"sources[{position}].glob must be a pattern or a list of patterns.")
+        if any(g.startswith("/") or ".." in Path(g).parts for g in globs):
+            raise ConfigurationError(f"sources[{position}].glob {globs} must stay inside {path} (no '..', not absolute).")
+        src.update(path=str(path), glob=globs, id=src.get("id") or path.name, encoding=src.get("encoding", "utf-8"))
+    elif kind == "jsonl":
+        allowed = {"kind", "id", "path", "id_field", "text_field", "metadata_field"}
+        if "path" not in src:
+            raise ConfigurationError(f"sources[{position}] (jsonl) needs 'path': the .jsonl file to read.")
+        path = Path(str(src["path"])).expanduser().absolute()
+        src.update(
+            path=str(path),
+            id=src.get("id") or path.stem,
+            id_field=src.get("id_field", "id"),
+            text_field=src.get("text_field", "text"),
+            metadata_field=src.get("metadata_field", "metadata"),
+        )
+    else:
+        allowed = set(src)  # custom loaders own their parameters
+        if not src.get("id"):
+            raise ConfigurationError(f"sources[{position}] ({kind}) needs an 'id' (custom loaders have no default).")
+    unknown = set(src) - allowed
+    if unknown:
+        raise ConfigurationError(f"sources[{position}] ({kind}) has unknown field(s) {sorted(unknown)}; allowed: {sorted(allowed)}.")
+    _check_id(src["id"], f"sources[{position}].id")
+    try:
+        json.dumps(src)
+    except (TypeError, ValueError) as exc:
+        raise ConfigurationError(f"sources[{position}] must be JSON-able ({exc}).") from None
+    return src
+
+
+# --- files -------------------------------------------------------------------------------
+
+
+def _listing(src: dict[str, Any]) -> list[str]:
+    root = Path(src["path"])
+    if not root.is_dir():
+        raise SourceChangedError(f"source {src['id']!r}: directory {root} does not exist (or is not a directory).")
+    found: set[str] = set()
+    for pattern in src["glob"]:
+        for item in root.glob(pattern):
+            if item.is_file():
+                found.add(item.relative_to(root).as_posix())
+    return sorted(found)
+
+
+def _file_units(src: dict[str, Any], start: int) -> Iterator[Unit]:
+    root = Path(src["path"])
+    names = _listing(src)
+    if start > len(names):
+        raise SourceChangedError(f"source {src['id']!r}: {root} now holds fewer files than when the job was planned.")
+    for position in range(start, len(names)):
+        rel = names[position]
+        try:
+            with open(root / rel, encoding=src["encoding"], errors="strict") as handle:
+                text = handle.read()
+        except UnicodeDecodeError as exc:
+            raise InvalidDocumentError(
+                f"source {src['id']!r}: {rel} is not valid {src['encoding']} ({exc.reason} at byte {exc.start}); "
+                "convert it, set 'encoding' on the source, or exclude it with 'glob'."
+            ) from None
+        except FileNotFoundError:
+            raise SourceChangedError(f"source {src['id']!r}: {rel} disappeared while the job was running.") from None
+        yield Unit(f"{src['id']}/{rel}", text.removeprefix("\ufeff"), {"path": rel}, position, rel)
+
+
+# --- jsonl -------------------------------------------------------------------------------
+
+
+def _record_unit(src: dict[str, Any], record: Any, cursor: int, label: str) -> Unit:
+    if not isinstance(record, Mapping):
+        raise InvalidDocumentError(f"source {src['id']!r}: {label} is not a JSON object.")
+    doc_id = record.get(src["id_field"])
+    if isinstance(doc_id, int) and not isinstance(doc_id, bool):
+        doc_id = str(doc_id)
+    if not isinstance(doc_id, str) or not doc_id.strip():
+        raise InvalidDocumentError(f"source {src['id']!r}: {label} has no string {src['id_field']!r} field.")
+    text = record.get(src["text_field"])
+    if not isinstance(text, str):
+        raise InvalidDocumentError(f"source {src['id']!r}: {label} (id {doc_id!r}) has no string {src['text_field']!r} field.")
+    metadata = validate_metadata(record.get(src["metadata_field"]), where=f"source {src['id']!r} {label} (id {doc_id!r})")
+    return Unit(doc_id, text, metadata, cursor, label)
+
+
+def _jsonl_units(src: dict[str, Any], start: int) -> Iterator[Unit]:
+    path = Path(src["path"])
+    if not path.is_file():
+        raise SourceChangedError(f"source {src['id']!r}: {path} does not exist.")
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if start > size:
+            raise SourceChangedError(f"source {src['id']!r}: {path} is shorter than when the job was planned.")
+        handle.seek(start)
+        offset = start
+        for raw in handle:
+            here, offset = offset, offset + len(raw)
+            line = raw.strip()
+            if not line:
+                continue
+            label = f"{path.name} byte {here}"
+            try:
+                record = json.loads(line)
+            except ValueError as exc:
+                raise InvalidDocumentError(f"source {src['id']!r}: {label} is not valid JSON ({exc}).") from None
+            yield _record_unit(src, record, here, label)
+
+
+# --- custom ------------------------------------------------------------------------------
+
+
+def _custom_units(src: dict[str, Any], start: int) -> Iterator[Unit]:
+    loader = _LOADERS.get(src["kind"])
+    if loader is None:
+        raise ConfigurationError(
+            f"source {src['id']!r}: unknown kind {src['kind']!r}. Built-in kinds: {BUILTIN_KINDS}; "
+            f"registered loaders: {sorted(_LOADERS)}. Register it with "
+            "flux_chroma.ingest.register_loader in every process that runs ingestion tasks."
+        )
+    params = {k: v for k, v in src.items() if k not in ("kind",)}
+    for position, record in enumerate(islice(loader(params), start, None), start=start):
+        yield _record_unit({"id_field": "id", "text_field": "text", "metadata_field": "metadata", **src}, record, position, f"record #{position}")
+
+
+def iter_units(src: dict[str, Any], start: int = 0) -> Iterator[Unit]:
+    """Yield a normalized source's documents in order, starting at cursor ``start``.
+
+    Args:
+        src: A dict returned by :func:`normalize_source`.
+        start: A cursor previously reported by a :class:`Unit` (0 = from the beginning).
+
+    Yields:
+        The documents.
+
+    Raises:
+        SourceChangedError: The source is gone or shorter than the cursor.
+        InvalidDocumentError: A record is malformed (named by position).
+        ConfigurationError: Unknown source kind.
+    """
+    if src["kind"] == "files":
+        return _file_units(src, start)
+    if src["kind"] == "jsonl":
+        return _jsonl_units(src, start)
+    return _custom_units(src, start)

@@ -1,0 +1,180 @@
+"""The ingestion workflows, and the async steps they are made of (for your own workflows).
+
+* :func:`ingest_steps`: plan -> one ``ingest_batch`` task per batch -> ``cleanup_ingest``
+  (only after every batch committed) -> report. Call it inside any Flux workflow.
+* ``ingest_job``: a workflow running :func:`ingest_steps` for one job spec.
+* ``ingest_tenants``: several jobs (one per tenant) concurrently, with bounded concurrency.
+
+Flux re-executes this module when it registers the workflows: definitions only, no side
+effects at import time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import Any
+
+from flux import ExecutionContext, workflow
+
+from flux_chroma.errors import ConfigurationError, FluxChromaError
+from flux_chroma.ingest.batch import cleanup_ingest, ingest_batch, plan_ingest
+from flux_chroma.ingest.spec import IngestJob
+
+__all__ = ["ingest_steps", "ingest_job", "ingest_tenants", "build_report", "bounded_gather", "NAMESPACE", "job_from_input"]
+
+NAMESPACE = "flux-chroma"
+_SUMS = ("added", "updated", "skipped", "embedded", "cache_hits", "verified")
+
+
+def build_report(job: IngestJob, plan: dict[str, Any], receipts: list[dict[str, Any]], cleanup: dict[str, Any] | None) -> dict[str, Any]:
+    """Summarize a job from its plan, batch receipts and cleanup result (JSON-able).
+
+    Returns:
+        ``tenant``, ``collection`` (written), ``requested_collection``, ``physical_name``,
+        ``digest``, ``sources``, ``docs``, ``chunks``, ``batches``, ``added``, ``updated``,
+        ``skipped``, ``deleted``, ``failed`` (chunks not written), ``embedded``,
+        ``cache_hits``, ``embed_seconds``, ``verified``, ``cleanup``, ``duplicates``,
+        ``duplicate_count`` and ``batch_timings`` (per batch: chunks, skipped, seconds,
+        embed_seconds, and the execution and process id that wrote it).
+    """
+    report: dict[str, Any] = {
+        "tenant": job.tenant,
+        "collection": plan["collection"],
+        "requested_collection": job.collection,
+        "physical_name": plan["physical_name"],
+        "digest": plan["digest"],
+        "sources": plan["sources"],
+        "docs": plan["docs"],
+        "chunks": plan["chunks"],
+        "batches": len(plan["batches"]),
+    }
+    for key in _SUMS:
+        report[key] = sum(int(r[key]) for r in receipts)
+    report["deleted"] = int((cleanup or {}).get("deleted", 0))
+    report["failed"] = plan["chunks"] - sum(int(r["chunks"]) for r in receipts)
+    report["embed_seconds"] = round(sum(float(r["embed_seconds"]) for r in receipts), 6)
+    report["cleanup"] = cleanup
+    report["duplicates"] = plan["duplicates"]
+    report["duplicate_count"] = plan["duplicate_count"]
+    report["batch_timings"] = [
+        {k: r[k] for k in ("batch", "chunks", "skipped", "seconds", "embed_seconds", "execution_id", "pid")} for r in receipts
+    ]
+    return report
+
+
+def _stopped(exc: BaseException, job: IngestJob, plan: dict[str, Any], receipts: list[dict[str, Any]], ref: dict[str, Any]) -> FluxChromaError:
+    """The batch's own error class, with the job's progress in the message and ``.report``."""
+    if isinstance(exc, FluxChromaError):
+        inner = exc
+    else:  # e.g. a stored failure revived by Flux as ExecutionError, whose str() is "None"
+        text = getattr(exc, "message", None) or repr(getattr(exc, "inner_exception", None) or exc)
+        inner = FluxChromaError(f"{type(exc).__name__}: {text}")
+    message = (
+        f"ingestion job {job.tenant}/{plan['collection']} stopped at batch {ref['batch']} of "
+        f"{len(plan['batches'])} ({len(receipts)} batches committed, cleanup not run): {(inner.message or type(inner).__name__).rstrip('.')}. "
+        "Run the job again (run_ingest): committed batches are replayed, not rewritten."
+    )
+    err = inner.__class__.__new__(inner.__class__)
+    FluxChromaError.__init__(err, message)
+    err.report = build_report(job, plan, receipts, None)  # type: ignore[attr-defined]
+    return err
+
+
+async def ingest_steps(job: IngestJob | dict[str, Any], *, expected_digest: str | None = None) -> dict[str, Any]:
+    """Run an ingestion job as Flux tasks inside the current workflow.
+
+    Plan, then one ``ingest_batch`` call per batch in order (each a replay checkpoint),
+    then ``cleanup_ingest`` once every batch has committed.
+
+    Args:
+        job: The job (spec dict or :class:`IngestJob`).
+        expected_digest: Corpus digest from submission (see :func:`run_ingest`).
+
+    Returns:
+        The report (see :func:`build_report`).
+
+    Raises:
+        FluxChromaError: The failing batch's error class; ``.report`` holds the partial
+            report. Nothing is deleted when a batch failed.
+    """
+    spec = IngestJob.from_dict(job)
+    spec_dict = spec.to_dict()
+    opts = spec.task_options()
+    plan = await plan_ingest.with_options(**opts)(spec_dict, expected_digest)
+    write = ingest_batch.with_options(**opts)
+    receipts: list[dict[str, Any]] = []
+    for ref in plan["batches"]:
+        try:
+            receipts.append(await write(plan["collection"], spec_dict, ref))
+        except Exception as exc:  # noqa: BLE001 - re-raised with the job's progress
+            raise _stopped(exc, spec, plan, receipts, ref) from None
+    cleanup = None
+    if spec.cleanup is not None:
+        cleanup = await cleanup_ingest.with_options(**opts)(plan["collection"], spec_dict, plan["digest"])
+    return build_report(spec, plan, receipts, cleanup)
+
+
+async def bounded_gather(coros: list[Awaitable[Any]], max_concurrent: int) -> list[Any]:
+    """Await coroutines with at most ``max_concurrent`` running; exceptions are returned.
+
+    Unlike ``flux.tasks.parallel`` (itself a task, whose completed output would be replayed
+    as a whole), each branch's own tasks are the checkpoints: a branch that failed is
+    retried on the next run while the finished branches replay.
+    """
+    semaphore = asyncio.Semaphore(max_concurrent)
+
+    async def bounded(coro: Awaitable[Any]) -> Any:
+        async with semaphore:
+            return await coro
+
+    return await asyncio.gather(*(bounded(c) for c in coros), return_exceptions=True)
+
+
+def job_from_input(value: Any) -> tuple[IngestJob, str | None]:
+    """Read ``{"job": spec, "digest": ...}`` (what :func:`run_ingest` submits) or a bare spec."""
+    if isinstance(value, dict) and "job" in value:
+        return IngestJob.from_dict(value["job"]), value.get("digest")
+    return IngestJob.from_dict(value), None
+
+
+async def fan_out(jobs: list[IngestJob], digests: list[str | None], max_concurrent: int) -> dict[str, Any]:
+    """Run several tenants' jobs concurrently; fail (after all finished) if any failed."""
+    keys = [(j.tenant, j.collection) for j in jobs]
+    if len(set(keys)) != len(keys):
+        raise ConfigurationError(f"ingest_tenants got the same tenant/collection twice: {keys}.")
+    if isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int) or max_concurrent < 1:
+        raise ConfigurationError(f"max_concurrent must be a positive integer, got {max_concurrent!r}.")
+    results = await bounded_gather([ingest_steps(j, expected_digest=d) for j, d in zip(jobs, digests, strict=True)], max_concurrent)
+    failures = [(j, r) for j, r in zip(jobs, results, strict=True) if isinstance(r, BaseException)]
+    reports = {f"{j.tenant}/{j.collection}": r for j, r in zip(jobs, results, strict=True) if not isinstance(r, BaseException)}
+    if failures:
+        detail = "; ".join(f"{j.tenant}/{j.collection}: {type(e).__name__}: {e}" for j, e in failures)
+        err = FluxChromaError(
+            f"{len(failures)} of {len(jobs)} tenant jobs failed ({detail}). The others finished; run "
+            "again to replay them and resume the failed ones."
+        )
+        err.reports = reports  # type: ignore[attr-defined]
+        raise err
+    return {"jobs": reports, "tenants": sorted({j.tenant for j in jobs})}
+
+
+@workflow.with_options(namespace="flux-chroma")
+async def ingest_job(ctx: ExecutionContext[dict[str, Any]]) -> dict[str, Any]:
+    """Ingest one job: input is a job spec, or ``{"job": spec, "digest": corpus digest}``."""
+    job, digest = job_from_input(ctx.input)
+    return await ingest_steps(job, expected_digest=digest)
+
+
+@workflow.with_options(namespace="flux-chroma")
+async def ingest_tenants(ctx: ExecutionContext[dict[str, Any]]) -> dict[str, Any]:
+    """Ingest several tenants' jobs concurrently.
+
+    Input: ``{"jobs": [spec, ...], "max_concurrent": 2, "digests": [...] (optional)}``.
+    """
+    data = ctx.input or {}
+    jobs = [IngestJob.from_dict(j) for j in data.get("jobs") or []]
+    if not jobs:
+        raise ConfigurationError("ingest_tenants needs input {'jobs': [job spec, ...]}.")
+    digests = list(data.get("digests") or [None] * len(jobs))
+    return await fan_out(jobs, digests, int(data.get("max_concurrent", 2)))
