@@ -1,0 +1,278 @@
+"""A real distributed deployment on loopback: one Chroma server, one Flux server, two workers.
+
+Run it inside the project's virtualenv::
+
+    python examples/distributed/run_local.py [--workdir DIR] [--keep] [--summary FILE]
+
+It starts, as separate OS processes (each in its own process group):
+
+1. ``flux-chroma server --path WORKDIR/chroma-data --port 0``: the ONE process that owns
+   the Chroma data directory;
+2. ``flux start server``: the Flux server (state in ``WORKDIR/flux-server``, anonymous
+   access allowed because everything listens on 127.0.0.1 only);
+3. two ``flux start worker`` processes: stateless, each a ``chromadb.HttpClient`` of the
+   same Chroma server (``FLUX_CHROMA_URL``), sharing one embedding cache folder.
+
+Then it registers ``workflows.py`` with ``flux workflow register``, runs two ingestions at
+once (tenants ``acme`` and ``globex``, same collection name) and one question per tenant
+through ``flux workflow run --mode sync``, prints what came back and which worker ran it,
+and stops every process it started, by pid, even when a step fails or it is interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+HERE = Path(__file__).resolve().parent
+BIN = Path(sys.executable).parent
+STARTUP_TIMEOUT = 90.0
+RUN_TIMEOUT = 180.0
+
+DOCS: dict[str, list[dict[str, Any]]] = {
+    "acme": [
+        {"id": "refunds", "text": "Acme refunds any order within 30 days, no questions asked."},
+        {"id": "shipping", "text": "Acme ships rockets and anvils by freight within five days."},
+        {"id": "support", "text": "Acme support answers the phone around the clock."},
+    ],
+    "globex": [
+        {"id": "refunds", "text": "Globex gives store credit instead of refunds after 14 days."},
+        {"id": "security", "text": "Globex badges are required on every floor of the campus."},
+        {"id": "hours", "text": "Globex offices open at eight and close at six."},
+    ],
+}
+QUESTIONS = {"acme": "what is the refund policy?", "globex": "what is the refund policy?"}
+
+
+class Stack:
+    """The processes this script started, stopped in reverse order by pid."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.procs: list[tuple[str, subprocess.Popen[bytes], Path]] = []
+
+    def start(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+        """Start ``argv`` in its own process group (so its children stop with it)."""
+        cwd = self.workdir / name
+        cwd.mkdir(parents=True, exist_ok=True)
+        log = cwd / "output.log"
+        with log.open("ab") as out:
+            proc = subprocess.Popen(
+                argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        self.procs.append((name, proc, log))
+        print(f"started {name:<9} pid {proc.pid}", flush=True)
+        return proc
+
+    def pids(self) -> dict[str, int]:
+        """``{name: pid}`` of every process started."""
+        return {name: proc.pid for name, proc, _ in self.procs}
+
+    def log_tail(self, name: str, lines: int = 15) -> str:
+        """The last lines of one process's output."""
+        for proc_name, _, log in self.procs:
+            if proc_name == name and log.exists():
+                return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+        return ""
+
+    def stop(self) -> None:
+        """SIGTERM each process group (by the pid we started), SIGKILL after 15 s."""
+        for name, proc, _ in reversed(self.procs):
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM)  # the group id is the pid we started
+                except ProcessLookupError:
+                    pass
+                try:
+                    proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(timeout=10)
+            print(f"stopped {name:<9} pid {proc.pid} (exit {proc.returncode})", flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def tool(name: str) -> str:
+    path = BIN / name
+    found = str(path) if path.exists() else shutil.which(name)
+    if not found:
+        raise SystemExit(f"error: `{name}` is not installed in this environment (pip install -e .)")
+    return found
+
+
+def base_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FLUX_", "CHROMA_"))}
+    env.update(FLUX_LOG_LEVEL="WARNING", PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}")
+    env.update(extra)
+    return env
+
+
+def wait_for(what: str, probe: Any, stack: Stack, name: str, timeout: float = STARTUP_TIMEOUT) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for proc_name, proc, _ in stack.procs:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{proc_name} exited with {proc.returncode}:\n{stack.log_tail(proc_name)}")
+        try:
+            value = probe()
+        except (httpx.HTTPError, OSError, ValueError, subprocess.SubprocessError):
+            value = None
+        if value:
+            return value
+        time.sleep(0.3)
+    raise RuntimeError(f"timed out waiting for {what}:\n{stack.log_tail(name)}")
+
+
+def flux(args: list[str], env: dict[str, str], timeout: float = RUN_TIMEOUT) -> str:
+    done = subprocess.run([tool("flux"), *args], env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"flux {' '.join(args[:3])} failed ({done.returncode}): {done.stderr or done.stdout}")
+    return done.stdout
+
+
+def run_workflows(names_inputs: list[tuple[str, dict[str, Any]]], env: dict[str, str], flux_url: str) -> list[dict[str, Any]]:
+    """Run several executions at once through the Flux server (``--mode sync``) and parse them."""
+    procs = [
+        subprocess.Popen(
+            [tool("flux"), "workflow", "run", name, json.dumps(data), "--mode", "sync", "--server-url", flux_url],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for name, data in names_inputs
+    ]
+    results = []
+    for proc, (name, _) in zip(procs, names_inputs, strict=True):
+        out, err = proc.communicate(timeout=RUN_TIMEOUT)
+        if proc.returncode != 0:
+            raise RuntimeError(f"flux workflow run {name} failed ({proc.returncode}): {err or out}")
+        execution = json.loads(out)
+        if execution.get("state") != "COMPLETED":
+            raise RuntimeError(f"{name} ended {execution.get('state')}: {execution.get('output')}")
+        results.append(execution)
+    return results
+
+
+def deploy_and_run(stack: Stack) -> dict[str, Any]:
+    work = stack.workdir
+    # 1. The ONE Chroma server (flux-chroma's own command; it prints its URL as JSON).
+    chroma_log = work / "chroma" / "output.log"
+    stack.start("chroma", [tool("flux-chroma"), "server", "--path", str(work / "chroma-data"), "--port", "0", "--json"], base_env())
+    def chroma_ready() -> str | None:
+        lines = [ln for ln in chroma_log.read_text().splitlines() if ln.startswith("{")]
+        return json.loads(lines[0])["url"] if lines else None
+
+    chroma_url = wait_for("the Chroma server", chroma_ready, stack, "chroma")
+
+    # 2. The Flux server, its state in its own folder.
+    flux_port, flux_home = free_port(), work / "flux-server"
+    flux_url = f"http://127.0.0.1:{flux_port}"
+    server_env = base_env(
+        FLUX_HOME=str(flux_home),
+        FLUX_DATABASE_URL=f"sqlite:///{flux_home / 'flux.db'}",
+        FLUX_SECURITY__AUTH__ALLOW_ANONYMOUS="true",  # loopback only; configure auth in production
+    )
+    stack.start("flux-server", [tool("flux"), "start", "server", "--host", "127.0.0.1", "--port", str(flux_port)], server_env)
+    wait_for("the Flux server", lambda: httpx.get(f"{flux_url}/health", timeout=2).json().get("status") == "healthy", stack, "flux-server")
+    token = wait_for("the bootstrap token", lambda: flux(["server", "bootstrap-token"], server_env, 30).strip(), stack, "flux-server")
+
+    # 3. Two stateless workers: Chroma URL and a shared embedding cache, nothing else.
+    for name in ("worker-1", "worker-2"):
+        worker_env = base_env(
+            FLUX_HOME=str(work / name / ".flux"),
+            FLUX_WORKERS__BOOTSTRAP_TOKEN=token,
+            FLUX_CHROMA_URL=chroma_url,
+            FLUX_CHROMA_CACHE_DIR=str(work / "embedding-cache"),
+        )
+        stack.start(name, [tool("flux"), "start", "worker", name, "--server-url", flux_url], worker_env)
+
+    def online() -> bool:
+        workers = json.loads(flux(["worker", "list", "--format", "json", "--server-url", flux_url], server_env, 30))
+        return {w["name"] for w in workers if w.get("status") == "online"} >= {"worker-1", "worker-2"}
+
+    wait_for("both workers online", online, stack, "worker-2")
+    print(f"Chroma {chroma_url}  Flux {flux_url}  workers worker-1, worker-2", flush=True)
+
+    # 4. Register the workflows, then ingest both tenants at once and ask each a question.
+    print(flux(["workflow", "register", str(HERE / "workflows.py"), "--server-url", flux_url], server_env).strip())
+    for tenant, docs in DOCS.items():  # the sources: files every worker can read
+        folder = work / "docs" / tenant
+        folder.mkdir(parents=True, exist_ok=True)
+        for doc in docs:
+            (folder / f"{doc['id']}.md").write_text(doc["text"] + "\n")
+    ingests = run_workflows(
+        [("kb/ingest", {"tenant": t, "path": str(work / "docs" / t)}) for t in DOCS], server_env, flux_url
+    )
+    for tenant, execution in zip(DOCS, ingests, strict=True):
+        report = execution["output"]
+        print(
+            f"ingest {tenant:<6} on {execution['current_worker']}: {report['docs']} docs, "
+            f"{report['chunks']} chunks in {report['batches']} batches -> {report['physical_name']} "
+            f"(added {report['added']}, skipped {report['skipped']})",
+            flush=True,
+        )
+    asks = run_workflows([("kb/ask", {"tenant": t, "question": q}) for t, q in QUESTIONS.items()], server_env, flux_url)
+    for tenant, execution in zip(QUESTIONS, asks, strict=True):
+        print(f"\n{tenant} asks {QUESTIONS[tenant]!r} (ran on {execution['current_worker']}):")
+        for rank, hit in enumerate(execution["output"]["hits"], start=1):
+            print(f"  {rank}. {hit['document']}  (id={hit['id']}, distance={hit['distance']:.4f})")
+    return {
+        "chroma_url": chroma_url,
+        "flux_url": flux_url,
+        "ingest": [{"tenant": t, "worker": e["current_worker"], "receipt": e["output"]} for t, e in zip(DOCS, ingests, strict=True)],
+        "ask": [{"tenant": t, "worker": e["current_worker"], **e["output"]} for t, e in zip(QUESTIONS, asks, strict=True)],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workdir", type=Path, help="folder for data, state and logs (default: a temporary one)")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary workdir (logs) afterwards")
+    parser.add_argument("--summary", type=Path, help="write pids and results as JSON to this file")
+    args = parser.parse_args(argv)
+
+    workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="flux-chroma-distributed-"))).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    stack = Stack(workdir)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the finally block below
+    summary: dict[str, Any] = {"workdir": str(workdir), "ok": False}
+    code = 1
+    try:
+        summary.update(deploy_and_run(stack))
+        summary["ok"] = True
+        code = 0
+    except (RuntimeError, subprocess.SubprocessError, json.JSONDecodeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        code = 130
+    finally:
+        summary["pids"] = stack.pids()
+        print()
+        stack.stop()
+        if args.summary:
+            args.summary.write_text(json.dumps(summary, indent=2))
+        if args.workdir is None and not args.keep and code == 0:
+            shutil.rmtree(workdir, ignore_errors=True)
+        elif code != 0:
+            print(f"logs kept in {workdir}", file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,377 @@
+"""The ``flux-chroma`` command: run a server, ingest, query, list, check, demo.
+
+Every command that talks to Chroma takes ``--url`` (default ``FLUX_CHROMA_URL`` or
+``http://localhost:8000``), ``--tenant`` (default ``FLUX_CHROMA_TENANT``) and ``--json``
+(machine-readable output on stdout). Flux workflows run inline, with Flux's state in
+``--flux-home`` (default ``FLUX_HOME`` or ``./.flux``). Errors print ``error:`` and
+``hint:`` lines on stderr (a traceback only with ``--debug``) and exit with a stable code:
+0 ok, 1 operation failed, 2 usage error, 3 server unreachable, 4 a doctor check failed,
+130 interrupted. See :mod:`flux_chroma.cli_support`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import warnings
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from flux_chroma._version import __version__
+from flux_chroma.cli_support import (
+    CliError,
+    ExitCode,
+    check_settings,
+    check_tenant,
+    cli_errors,
+    exit_code_for,
+    json_option,
+    print_json,
+    run_workflow,
+    stderr,
+    stdout,
+)
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="flux-chroma",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+Url = Annotated[
+    str | None,
+    typer.Option("--url", envvar="FLUX_CHROMA_URL", help="Chroma server URL [default: http://localhost:8000]."),
+]
+Tenant = Annotated[
+    str | None,
+    typer.Option("--tenant", "-t", envvar="FLUX_CHROMA_TENANT", help="Tenant id (lowercase letters, digits, hyphens)."),
+]
+Tenancy = Annotated[str, typer.Option("--tenancy", help="'prefix' (tenant__name) or 'database' (one database per tenant).")]
+JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of tables.")]
+Debug = Annotated[bool, typer.Option("--debug", help="Print tracebacks on errors.")]
+FluxHome = Annotated[
+    Path | None,
+    typer.Option("--flux-home", help="Folder for Flux's state (default: FLUX_HOME, else ./.flux)."),
+]
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        stdout.print(f"flux-chroma {__version__}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version_callback, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    """ChromaDB as a safe, durable step inside Flux workflows.
+
+    Exit codes: 0 ok, 1 operation failed, 2 usage error, 3 server unreachable,
+    4 a doctor check failed, 130 interrupted.
+    """
+
+
+# --------------------------------------------------------------------------- commands
+
+
+@app.command()
+def server(
+    path: Annotated[Path, typer.Option("--path", help="Chroma data directory (created when missing).")],
+    port: Annotated[int, typer.Option("--port", help="TCP port; 0 picks a free one.")] = 8000,
+    host: Annotated[str, typer.Option("--host", help="Address to bind (no auth: keep it on loopback).")] = "127.0.0.1",
+    log: Annotated[Path | None, typer.Option("--log", help="File for chroma's output.")] = None,
+    json_out: JsonOut = False,
+    debug: Debug = False,
+) -> None:
+    """Run the ONE Chroma server that owns DIR, in the foreground (Ctrl-C or SIGTERM stops it)."""
+    from flux_chroma.errors import OneOwnerError
+    from flux_chroma.server import ChromaServer
+
+    with cli_errors(debug=debug, json_out=json_out):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                chroma = ChromaServer(path, host=host, port=port, log_path=log).start()
+            except OneOwnerError as exc:
+                raise CliError(str(exc), "stop the other server, or use another --path.") from None
+        for warning in caught:
+            stderr.print(f"warning: {warning.message}", highlight=False, markup=False)
+        info = {"url": chroma.url, "pid": chroma.pid, "path": str(chroma.path), "log": str(chroma.log_path)}
+        if json_out:
+            sys.stdout.write(json.dumps(info) + "\n")
+            sys.stdout.flush()
+        else:
+            stdout.print(
+                f"Chroma server {chroma.url} (pid {chroma.pid}) owns {chroma.path}\n"
+                f"log: {chroma.log_path}\nworkers: export FLUX_CHROMA_URL={chroma.url}\n"
+                "Press Ctrl-C to stop.",
+                highlight=False,
+                markup=False,
+            )
+        chroma.wait_forever()
+        if not json_out:
+            stdout.print("server stopped", highlight=False)
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Directories (*.md, *.txt), .jsonl files or single files.")],
+    collection: Annotated[str, typer.Option("--collection", "-c", help="Tenant-relative collection name.")],
+    glob: Annotated[
+        list[str] | None, typer.Option("--glob", help="File pattern for directories (repeatable) [default: **/*.md, **/*.txt].")
+    ] = None,
+    chunk_size: Annotated[int | None, typer.Option("--chunk-size", help="Characters per chunk [default: 1000].")] = None,
+    chunk_overlap: Annotated[int | None, typer.Option("--chunk-overlap", help="Characters of overlap [default: 100].")] = None,
+    batch_size: Annotated[int | None, typer.Option("--batch-size", help="Chunks per batch (one checkpoint each) [default: 256].")] = None,
+    cleanup: Annotated[
+        str, typer.Option("--cleanup", help="Delete stale chunks after the job: none, incremental or full.")
+    ] = "none",
+    duplicates: Annotated[
+        str, typer.Option("--duplicates", help="A document id seen twice: 'error' (nothing is written) or 'last_wins'.")
+    ] = "error",
+    cache: Annotated[bool, typer.Option("--cache/--no-cache", help="Reuse embeddings through the embedding cache.")] = True,
+    key: Annotated[str | None, typer.Option("--key", help="Job key (same key = resume or sync the same job).")] = None,
+    url: Url = None,
+    tenant: Tenant = None,
+    tenancy: Tenancy = "prefix",
+    json_out: JsonOut = False,
+    flux_home: FluxHome = None,
+    debug: Debug = False,
+) -> None:
+    """Ingest files into the tenant's collection with a live progress bar (resumable)."""
+    with cli_errors(debug=debug, json_out=json_out):
+        from flux_chroma.cli_ingest import ProgressReporter, build_job, summary_line
+        from flux_chroma.cli_state import flux_home as use_flux_home
+        from flux_chroma.connection import server_info
+        from flux_chroma.ingest import run_ingest
+
+        if cleanup not in ("none", "incremental", "full"):
+            raise CliError(f"--cleanup {cleanup!r} is not one of none, incremental, full.", "", ExitCode.USAGE)
+        if duplicates not in ("error", "last_wins"):
+            raise CliError(f"--duplicates {duplicates!r} is not one of error, last_wins.", "", ExitCode.USAGE)
+        settings = check_settings(url)
+        check_tenant(tenant, tenancy)
+        server_info(settings)  # fail fast (exit 3) instead of retrying a stopped server
+        job = build_job(
+            paths,
+            tenant=str(tenant),
+            collection=collection,
+            url=settings.url,
+            tenancy=tenancy,
+            globs=glob,
+            chunk_size=chunk_size,
+            chunk_overlap=chunk_overlap,
+            batch_size=batch_size,
+            cleanup=cleanup,
+            duplicates=duplicates,
+            cache=cache,
+            key=key,
+        )
+        with use_flux_home(flux_home), ProgressReporter(quiet=json_out) as reporter:
+            run = run_ingest(job, on_progress=reporter.callback)
+        if not run.has_succeeded:
+            error = run.output
+            text = str(error) if isinstance(error, BaseException) else f"ingestion ended {run.state}: {error!r}"
+            code = exit_code_for(error) if isinstance(error, BaseException) else ExitCode.FAILED
+            raise CliError(
+                text,
+                f"run the same command again to resume execution {run.execution_id}: committed "
+                "batches are replayed, not rewritten.",
+                code,
+            )
+        report = dict(run.output)
+        if json_out:
+            print_json({**report, "execution_id": run.execution_id})
+        else:
+            stdout.print(summary_line(report, run.execution_id), highlight=False, markup=False)
+
+
+@app.command()
+def query(
+    text: Annotated[str, typer.Argument(help="The question.")],
+    collection: Annotated[str, typer.Option("--collection", "-c", help="Tenant-relative collection name.")],
+    k: Annotated[int, typer.Option("-k", "--k", help="Number of hits.")] = 5,
+    where: Annotated[str | None, typer.Option("--where", help='Metadata filter as JSON, e.g. \'{"topic": "db"}\'.')] = None,
+    where_document: Annotated[
+        str | None, typer.Option("--where-document", help='Document filter as JSON, e.g. \'{"$contains": "flux"}\'.')
+    ] = None,
+    url: Url = None,
+    tenant: Tenant = None,
+    tenancy: Tenancy = "prefix",
+    json_out: JsonOut = False,
+    flux_home: FluxHome = None,
+    debug: Debug = False,
+) -> None:
+    """Print the nearest records to TEXT in one of the tenant's collections, ranked."""
+    with cli_errors(debug=debug, json_out=json_out):
+        from flux_chroma.cli_workflows import cli_query
+        from flux_chroma.naming import validate_collection_name
+
+        settings = check_settings(url)
+        check_tenant(tenant, tenancy)
+        validate_collection_name(collection)
+        payload = {
+            "tenant": tenant,
+            "tenancy": tenancy,
+            "url": settings.url,
+            "collection": collection,
+            "question": text,
+            "k": k,
+            "where": json_option(where, "--where"),
+            "where_document": json_option(where_document, "--where-document"),
+        }
+        hits = run_workflow(cli_query, payload, flux_home)
+        if json_out:
+            print_json({"tenant": tenant, "collection": collection, "question": text, "hits": hits})
+        else:
+            from flux_chroma.cli_render import hits_table
+
+            hits_table(hits, title=f"{tenant}/{collection}: {text}")
+
+
+@app.command()
+def collections(
+    url: Url = None,
+    tenant: Tenant = None,
+    tenancy: Tenancy = "prefix",
+    json_out: JsonOut = False,
+    flux_home: FluxHome = None,
+    debug: Debug = False,
+) -> None:
+    """List the tenant's collections with record counts and embedding pins."""
+    with cli_errors(debug=debug, json_out=json_out):
+        from flux_chroma.cli_workflows import cli_collections
+
+        settings = check_settings(url)
+        check_tenant(tenant, tenancy)
+        found = run_workflow(cli_collections, {"tenant": tenant, "tenancy": tenancy, "url": settings.url}, flux_home)
+        if json_out:
+            print_json({"tenant": tenant, "collections": found})
+        else:
+            from flux_chroma.cli_render import collections_table
+
+            collections_table(found, str(tenant))
+
+
+@app.command()
+def doctor(
+    url: Url = None,
+    tenant: Tenant = None,
+    tenancy: Tenancy = "prefix",
+    project: Annotated[
+        Path | None, typer.Option("--project", help="Folder scanned for PersistentClient( calls [default: .].")
+    ] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", help="The Chroma data directory (its filesystem is checked).")
+    ] = None,
+    json_out: JsonOut = False,
+    flux_home: FluxHome = None,
+    debug: Debug = False,
+) -> None:
+    """Check server, versions, model, pins, PersistentClient use and filesystems.
+
+    Without --tenant, the pins of every collection in Chroma's default database are checked.
+    Exits 4 when any check fails (warnings do not fail).
+    """
+    with cli_errors(debug=debug, json_out=json_out):
+        from flux_chroma.cli_state import resolve_flux_home
+        from flux_chroma.doctor import run_doctor
+        from flux_chroma.embedding import MODEL_DIR_ENV, chroma_default_model_dir, default_cache_dir
+
+        settings = check_settings(url)
+        if tenant is not None:
+            check_tenant(tenant, tenancy)
+        paths: dict[str, Path] = {}
+        if data_dir is not None:
+            paths["chroma data"] = data_dir
+        paths["embedding cache"] = default_cache_dir()
+        paths["model"] = Path(os.environ.get(MODEL_DIR_ENV) or chroma_default_model_dir())
+        home = resolve_flux_home(flux_home)
+        if home is not None:
+            paths["flux home"] = home
+        checks = run_doctor(
+            settings,
+            tenant=tenant,
+            tenancy=tenancy,
+            project=(project or Path(".")).resolve(),
+            paths=paths,
+        )
+        failed = any(c.status == "fail" for c in checks)
+        if json_out:
+            print_json({"ok": not failed, "checks": [c.to_dict() for c in checks]})
+        else:
+            from flux_chroma.cli_render import checks_table
+
+            checks_table(checks)
+        if failed:
+            raise typer.Exit(int(ExitCode.CHECK_FAILED))
+
+
+@app.command()
+def demo(
+    question: Annotated[str, typer.Argument(help="The question to ask.")] = "what is chroma?",
+    url: Annotated[
+        str | None, typer.Option("--url", help="Use this running server instead of a throwaway one.")
+    ] = None,
+    tenant: Annotated[str, typer.Option("--tenant", "-t", help="Tenant to write to.")] = "demo",
+    json_out: JsonOut = False,
+    flux_home: Annotated[
+        Path | None, typer.Option("--flux-home", help="Folder for Flux's state [default: a temporary folder].")
+    ] = None,
+    debug: Debug = False,
+) -> None:
+    """The quickstart: start a throwaway server, ingest three documents, ask one question."""
+    with cli_errors(debug=debug, json_out=json_out):
+        from flux_chroma.cli_state import quiet_flux_logs
+        from flux_chroma.demo import DemoResult, run_demo
+
+        if url is not None:
+            check_settings(url)
+        check_tenant(tenant)
+        quiet_flux_logs()
+
+        def announce(result: DemoResult) -> None:
+            if json_out:
+                return
+            if result.server_pid is not None:
+                line = f"Chroma server {result.url} (pid {result.server_pid}) owns {result.data_dir}"
+            else:
+                line = f"using Chroma server {result.url}"
+            stdout.print(line, highlight=False, markup=False)
+
+        result = run_demo(question, url=url, tenant=tenant, flux_home=flux_home, announce=announce)
+        receipt = result.receipt
+        if json_out:
+            print_json({"url": result.url, "receipt": receipt, "question": question, "hits": result.hits})
+            return
+        stdout.print(
+            f"ingested {receipt['upserted']} docs into {receipt['physical_name']} "
+            f"({receipt['embedding']['name']} model, dim {receipt['embedding']['dimension']})",
+            highlight=False,
+            markup=False,
+        )
+        from flux_chroma.cli_render import hits_table
+
+        hits_table(result.hits, title=f"question: {question}")
+
+
+def main() -> None:
+    """Entry point of the ``flux-chroma`` console script."""
+    from flux_chroma.cli_state import quiet_flux_logs
+
+    quiet_flux_logs()
+    app(prog_name="flux-chroma")
+
+
+if __name__ == "__main__":
+    main()

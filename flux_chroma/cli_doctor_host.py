@@ -1,0 +1,175 @@
+"""Host checks of ``flux-chroma doctor``: PersistentClient use in a project, network filesystems.
+
+Re-exported by :mod:`flux_chroma.doctor`; see that module for the whole list of checks.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from flux_chroma.doctor import Check
+
+__all__ = [
+    "NETWORK_FS_TYPES",
+    "ALLOW_MARKER",
+    "check_persistent_client",
+    "check_filesystems",
+    "filesystem_type",
+]
+
+NETWORK_FS_TYPES = frozenset(
+    {"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "afs", "ceph", "glusterfs", "lustre", "gpfs", "beegfs", "davfs", "fuse"}
+)
+"""Filesystem types reported as network/FUSE filesystems (plus every ``fuse.*`` type)."""
+
+ALLOW_MARKER = "flux-chroma: allow-persistent-client"
+"""A comment that exempts one line from the PersistentClient scan (e.g. a test of the refusal)."""
+
+_PERSISTENT = re.compile(r"\bPersistentClient\s*\(")
+_SKIP_DIRS = frozenset({"node_modules", "site-packages", "__pycache__", "build", "dist", "venv", "env"})
+_MAX_FILES = 20_000
+
+
+def _python_files(root: Path) -> Iterator[Path]:
+    count = 0
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
+        for name in sorted(files):
+            if name.endswith(".py"):
+                count += 1
+                if count > _MAX_FILES:
+                    return
+                yield Path(folder) / name
+
+
+def _persistent_calls(source: str) -> list[int]:
+    """Line numbers of ``PersistentClient(...)`` / ``x.PersistentClient(...)`` calls."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):  # not parseable: fall back to a line scan
+        return [
+            n for n, line in enumerate(source.splitlines(), start=1) if _PERSISTENT.search(line.split("#", 1)[0])
+        ]
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            if name == "PersistentClient":
+                lines.append(node.lineno)
+    return sorted(lines)
+
+
+def check_persistent_client(project: Path) -> Check:
+    """Scan a project's ``.py`` files for ``PersistentClient(`` calls.
+
+    Two processes opening one PersistentClient path serve stale search results; with Flux
+    every worker is such a process. Hidden folders, virtualenvs and ``site-packages`` are
+    skipped; a line carrying :data:`ALLOW_MARKER` is exempt.
+
+    Args:
+        project: The folder to scan.
+
+    Returns:
+        ``ok``, or ``fail`` naming up to five ``file:line`` places.
+    """
+    if not project.is_dir():
+        return Check("persistent-client", "skip", f"{project} is not a folder")
+    found: list[str] = []
+    scanned = 0
+    for path in _python_files(project):
+        scanned += 1
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if "PersistentClient" not in text:
+            continue
+        lines = text.splitlines()
+        for number in _persistent_calls(text):
+            if not (0 < number <= len(lines) and ALLOW_MARKER in lines[number - 1]):
+                found.append(f"{path.relative_to(project)}:{number}")
+    if not found:
+        return Check("persistent-client", "ok", f"no PersistentClient( call in {scanned} .py files under {project}")
+    shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    return Check(
+        "persistent-client",
+        "fail",
+        f"PersistentClient( used at {shown}. Two processes opening one path serve stale "
+        "results: run one `flux-chroma server --path DIR` and connect with its URL (mark a "
+        f"deliberate use with `# {ALLOW_MARKER}`).",
+    )
+
+
+def _unescape(field: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def filesystem_type(path: Path, mounts: Iterable[str]) -> tuple[str, str]:
+    """Find the filesystem type and mount point holding ``path``.
+
+    Args:
+        path: Any path (the nearest existing ancestor is used).
+        mounts: Lines in ``/proc/mounts`` format (device, mount point, type, ...).
+
+    Returns:
+        ``(fstype, mount point)``; ``("unknown", "")`` when no mount matches.
+    """
+    probe = path.expanduser().absolute()
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    target = str(probe.resolve())
+    best = ("unknown", "")
+    for line in mounts:
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        point = _unescape(fields[1])
+        inside = target == point or target.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best[1]):
+            best = (fields[2], point)
+    return best
+
+
+def _is_network(fstype: str) -> bool:
+    return fstype in NETWORK_FS_TYPES or fstype.startswith("fuse.")
+
+
+def check_filesystems(paths: dict[str, Path], mounts_file: Path = Path("/proc/mounts")) -> list[Check]:
+    """Warn when a folder flux-chroma relies on sits on a network or FUSE filesystem.
+
+    SQLite (Chroma's data, Flux's state) and the embedding cache rely on POSIX locks and
+    atomic renames that NFS, SMB and FUSE bucket mounts do not reliably provide.
+
+    Args:
+        paths: ``{what: folder}``, e.g. ``{"embedding cache": Path(...)}``.
+        mounts_file: The mount table to read.
+
+    Returns:
+        One check per folder: ``ok`` (local), ``warn`` (network/FUSE) or ``skip``.
+    """
+    try:
+        mounts = mounts_file.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return [Check("filesystem", "skip", f"cannot read {mounts_file} (not Linux?)")]
+    checks = []
+    for what, path in paths.items():
+        fstype, point = filesystem_type(path, mounts)
+        name = f"filesystem {what}"
+        if _is_network(fstype):
+            checks.append(
+                Check(
+                    name,
+                    "warn",
+                    f"{path} is on {fstype} (mounted at {point}). Keep Chroma's data on a local "
+                    "disk or a single-attach volume, never NFS/SMB or a FUSE bucket: SQLite "
+                    "locking and the embedding cache's atomic renames are not safe there.",
+                )
+            )
+        else:
+            checks.append(Check(name, "ok", f"{path} is on {fstype} ({point or '?'})"))
+    return checks

@@ -1,0 +1,231 @@
+"""``flux-chroma ingest``: turn paths into an ingestion job and run it inline with progress.
+
+The job runs through :func:`flux_chroma.ingest.run_ingest` (the ``flux-chroma/ingest_job``
+workflow): planned by reference, written batch by batch, each batch a Flux checkpoint. Run
+the same command again after a crash and it resumes; after a change it syncs incrementally.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Self
+
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+from flux_chroma.cli_support import CliError, ExitCode, stderr
+
+__all__ = ["sources_for", "build_job", "ProgressReporter", "summary_line"]
+
+
+def sources_for(paths: Sequence[Path], globs: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """Map command-line paths to ingestion sources.
+
+    A directory becomes a ``files`` source (``globs`` or ``**/*.md`` + ``**/*.txt``), a
+    ``.jsonl`` file a ``jsonl`` source, any other file a ``files`` source for that one file.
+
+    Args:
+        paths: Files and directories.
+        globs: Patterns for directories (default: the ingestion defaults).
+
+    Returns:
+        Source references for :class:`~flux_chroma.ingest.IngestJob`.
+
+    Raises:
+        CliError: A path does not exist (exit code 2).
+    """
+    sources: list[dict[str, Any]] = []
+    for raw in paths:
+        path = raw.expanduser().resolve()
+        if path.is_dir():
+            source: dict[str, Any] = {"kind": "files", "path": str(path)}
+            if globs:
+                source["glob"] = list(globs)
+        elif path.is_file() and path.suffix == ".jsonl":
+            source = {"kind": "jsonl", "path": str(path)}
+        elif path.is_file():
+            source = {"kind": "files", "path": str(path.parent), "glob": [path.name], "id": path.name}
+        else:
+            raise CliError(f"{raw} does not exist.", "give files or directories to ingest.", ExitCode.USAGE)
+        sources.append(source)
+    return sources
+
+
+def build_job(
+    paths: Sequence[Path],
+    *,
+    tenant: str,
+    collection: str,
+    url: str,
+    tenancy: str = "prefix",
+    globs: Sequence[str] | None = None,
+    chunk_size: int | None = None,
+    chunk_overlap: int | None = None,
+    batch_size: int | None = None,
+    cleanup: str = "none",
+    duplicates: str = "error",
+    cache: bool = True,
+    key: str | None = None,
+) -> dict[str, Any]:
+    """Build the JSON job spec the ``ingest`` command runs.
+
+    Args:
+        paths: What to ingest (see :func:`sources_for`).
+        tenant: Tenant id.
+        collection: Tenant-relative collection name.
+        url: Chroma server URL (stored in the job; never a token).
+        tenancy: ``prefix`` or ``database``.
+        globs: File patterns for directories.
+        chunk_size: Characters per chunk (default: the ingestion default).
+        chunk_overlap: Characters of overlap (default: the ingestion default).
+        batch_size: Chunks per batch (default: the ingestion default).
+        cleanup: ``none``, ``incremental`` or ``full``.
+        duplicates: ``error`` or ``last_wins`` (a document id seen twice).
+        cache: Reuse embeddings through the embedding cache.
+        key: Job key (default: a digest of the spec).
+
+    Returns:
+        The job dict.
+    """
+    job: dict[str, Any] = {
+        "tenant": tenant,
+        "collection": collection,
+        "sources": sources_for(paths, globs),
+        "cleanup": None if cleanup == "none" else cleanup,
+        "duplicates": duplicates,
+        "options": {"url": url, "tenancy": tenancy, "cache": cache},
+    }
+    chunking = {k: v for k, v in (("size", chunk_size), ("overlap", chunk_overlap)) if v is not None}
+    if chunking:
+        job["chunking"] = chunking
+    if batch_size is not None:
+        job["batch_size"] = batch_size
+    if key:
+        job["key"] = key
+    return job
+
+
+class _RateColumn(ProgressColumn):
+    """Chunks written per second (rich's running estimate)."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("--/s" if speed is None else f"{speed:,.1f}/s")
+
+
+class ProgressReporter:
+    """Shows ingestion progress: a live bar on a terminal, one line per batch otherwise.
+
+    Args:
+        live: Draw a live bar (stderr is a terminal); else print plain lines to stderr.
+        quiet: Print nothing (``--json``).
+    """
+
+    def __init__(self, *, live: bool | None = None, quiet: bool = False) -> None:
+        self.live = stderr.is_terminal if live is None else live
+        self.quiet = quiet
+        self.batches_total = 0
+        self.batches_done = 0
+        self.chunks_done = 0
+        self.cache_hits = 0
+        self.started = time.monotonic()
+        self._progress: Progress | None = None
+        self._task: Any = None
+
+    def __enter__(self) -> Self:
+        if self.live and not self.quiet:
+            self._progress = Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("chunks, batch {task.fields[batches]},"),
+                _RateColumn(),
+                TextColumn("cache hits {task.fields[hits]}, ETA"),
+                TimeRemainingColumn(),
+                console=stderr,
+                transient=False,
+            )
+            self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+    @property
+    def callback(self) -> Callable[[dict[str, Any]], None]:
+        """The ``on_progress`` callback for :func:`~flux_chroma.ingest.run_ingest`."""
+        return self.update
+
+    def _line(self, text: str) -> None:
+        if not self.quiet:
+            stderr.print(text, highlight=False, markup=False)
+
+    def update(self, value: dict[str, Any]) -> None:
+        """Consume one progress value (``phase`` = ``planned``, ``batch`` or ``cleanup``).
+
+        Args:
+            value: The value a task emitted.
+        """
+        phase = value.get("phase")
+        if phase == "planned":
+            self.batches_total = int(value.get("batches") or 0)
+            chunks = int(value.get("chunks") or 0)
+            label = f"{value.get('tenant')}/{value.get('collection')}"
+            if self._progress is not None:
+                self._task = self._progress.add_task(
+                    label, total=chunks, batches=f"0/{self.batches_total}", hits=0
+                )
+            else:
+                self._line(f"planned {label}: {chunks} chunks in {self.batches_total} batches")
+        elif phase == "batch" and value.get("status") == "done":
+            self.batches_done += 1
+            chunks = int(value.get("chunks") or 0)
+            self.chunks_done += chunks
+            self.cache_hits += int(value.get("cache_hits") or 0)
+            if self._progress is not None and self._task is not None:
+                self._progress.update(
+                    self._task,
+                    advance=chunks,
+                    batches=f"{self.batches_done}/{self.batches_total}",
+                    hits=self.cache_hits,
+                )
+            else:
+                rate = self.chunks_done / max(time.monotonic() - self.started, 1e-9)
+                self._line(
+                    f"batch {int(value.get('batch') or 0) + 1}/{value.get('of') or self.batches_total} done: "
+                    f"{chunks} chunks (added {value.get('added', 0)}, skipped {value.get('skipped', 0)}), "
+                    f"{rate:.1f} chunks/s, cache hits {self.cache_hits}"
+                )
+        elif phase == "cleanup":
+            self._line(f"cleanup: deleted {value.get('deleted', 0)} stale chunks")
+
+
+def summary_line(report: dict[str, Any], execution_id: str) -> str:
+    """One line describing a finished ingestion.
+
+    Args:
+        report: The ingestion report.
+        execution_id: The Flux execution that ran it.
+
+    Returns:
+        The text.
+    """
+    return (
+        f"ingested {report.get('docs', '?')} docs ({report.get('chunks', '?')} chunks) into "
+        f"{report.get('tenant')}/{report.get('collection')} in {report.get('batches', '?')} batches: "
+        f"added {report.get('added', 0)}, updated {report.get('updated', 0)}, skipped "
+        f"{report.get('skipped', 0)}, deleted {report.get('deleted', 0)}, cache hits "
+        f"{report.get('cache_hits', 0)} (execution {execution_id})"
+    )
+

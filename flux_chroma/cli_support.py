@@ -1,0 +1,303 @@
+"""Exit codes, error reporting and output helpers shared by the ``flux-chroma`` commands.
+
+Exit codes scripts can rely on (see :class:`ExitCode`):
+
+==== =====================================================================
+0    success
+1    the operation failed (the message says why)
+2    usage error: bad option, argument, tenant, collection name or filter
+3    the Chroma server is unreachable
+4    ``doctor`` found a failing check
+130  interrupted (Ctrl-C)
+==== =====================================================================
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from enum import IntEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from flux_chroma.errors import (
+    ChromaUnavailableError,
+    CollectionNotFoundError,
+    ConfigurationError,
+    EmbeddingMismatchError,
+    FluxChromaError,
+    InvalidDocumentError,
+    InvalidNameError,
+    InvalidQueryError,
+    ModelNotAvailableError,
+    OneOwnerError,
+    ServerStartError,
+    TenantError,
+    UnpinnedCollectionError,
+)
+
+if TYPE_CHECKING:
+    from flux_chroma.settings import ConnectionSettings
+
+__all__ = [
+    "ExitCode",
+    "CliError",
+    "cli_errors",
+    "exit_code_for",
+    "hint_for",
+    "print_json",
+    "report_error",
+    "check_settings",
+    "check_tenant",
+    "json_option",
+    "run_workflow",
+    "stdout",
+    "stderr",
+]
+
+stdout = Console(soft_wrap=True)
+stderr = Console(stderr=True, soft_wrap=True)
+
+
+class ExitCode(IntEnum):
+    """Exit codes of ``flux-chroma`` (stable: scripts may rely on them)."""
+
+    OK = 0
+    FAILED = 1
+    USAGE = 2
+    UNREACHABLE = 3
+    CHECK_FAILED = 4
+    INTERRUPTED = 130
+
+
+class CliError(Exception):
+    """An error the CLI reports as one line plus a hint, with a chosen exit code.
+
+    Args:
+        message: What failed.
+        hint: What to do about it.
+        code: The exit code.
+    """
+
+    def __init__(self, message: str, hint: str = "", code: ExitCode = ExitCode.FAILED) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.code = code
+
+
+def exit_code_for(exc: BaseException) -> ExitCode:
+    """Map an exception to the CLI exit code.
+
+    Args:
+        exc: The exception that ended the command.
+
+    Returns:
+        3 for an unreachable server, 2 for invalid input or configuration, 1 otherwise.
+    """
+    if isinstance(exc, CliError):
+        return exc.code
+    if isinstance(exc, ChromaUnavailableError):
+        return ExitCode.UNREACHABLE
+    if isinstance(exc, OneOwnerError):
+        return ExitCode.USAGE
+    if isinstance(exc, (ConfigurationError, InvalidNameError, InvalidQueryError)):
+        return ExitCode.USAGE
+    return ExitCode.FAILED
+
+
+def hint_for(exc: BaseException) -> str:
+    """A one-line hint for an exception (what to try next).
+
+    Args:
+        exc: The exception.
+
+    Returns:
+        The hint text.
+    """
+    if isinstance(exc, CliError):
+        return exc.hint
+    if isinstance(exc, ChromaUnavailableError):
+        return (
+            "start a server with `flux-chroma server --path DIR`, or pass --url / set "
+            "FLUX_CHROMA_URL; `flux-chroma doctor` checks the whole setup."
+        )
+    if isinstance(exc, TenantError):
+        return "pass --tenant NAME or set FLUX_CHROMA_TENANT (lowercase letters, digits, hyphens)."
+    if isinstance(exc, CollectionNotFoundError):
+        return "list the tenant's collections with `flux-chroma collections --tenant NAME`."
+    if isinstance(exc, (EmbeddingMismatchError, UnpinnedCollectionError)):
+        return "`flux-chroma doctor --tenant NAME` checks every collection's pin."
+    if isinstance(exc, ModelNotAvailableError):
+        return "`flux-chroma doctor` shows where the model files are looked for."
+    if isinstance(exc, ServerStartError):
+        return "the message quotes chroma's log; `flux-chroma doctor` checks the rest."
+    if isinstance(exc, InvalidDocumentError):
+        return "fix the document named above, then run the command again."
+    if isinstance(exc, (ConfigurationError, InvalidNameError, InvalidQueryError)):
+        return "fix the value named above; `flux-chroma COMMAND --help` lists the options."
+    return "rerun with --debug for the full traceback."
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, CliError):
+        return exc.message
+    if isinstance(exc, FluxChromaError):
+        return str(exc)
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text and text != "None" else type(exc).__name__
+
+
+def print_json(value: Any) -> None:
+    """Print a JSON document on stdout (plain text, no colour, one document).
+
+    Args:
+        value: Any JSON-able value.
+    """
+    sys.stdout.write(json.dumps(value, indent=2, sort_keys=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def report_error(exc: BaseException, *, debug: bool, json_out: bool) -> ExitCode:
+    """Print an error as ``error: ...`` and ``hint: ...`` lines on stderr.
+
+    With ``json_out`` a ``{"error": {...}}`` document also goes to stdout; with ``debug``
+    the traceback is printed first.
+
+    Args:
+        exc: The exception.
+        debug: Print the traceback.
+        json_out: Also print a JSON error document on stdout.
+
+    Returns:
+        The exit code for ``exc``.
+    """
+    code = exit_code_for(exc)
+    message, hint = _message(exc), hint_for(exc)
+    if debug:
+        traceback.print_exception(exc, file=sys.stderr)
+    stderr.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False, emoji=False)
+    if hint:
+        stderr.print(f"[yellow]hint:[/] {escape(hint)}", markup=True, highlight=False, emoji=False)
+    if json_out:
+        print_json(
+            {"error": {"type": type(exc).__name__, "message": message, "hint": hint, "exit_code": int(code)}}
+        )
+    return code
+
+
+@contextmanager
+def cli_errors(*, debug: bool = False, json_out: bool = False) -> Iterator[None]:
+    """Turn any exception raised in the block into a readable report and an exit code.
+
+    Args:
+        debug: Print tracebacks.
+        json_out: Also print errors as JSON on stdout.
+
+    Raises:
+        typer.Exit: Always, when the block raised (carries the exit code).
+    """
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except KeyboardInterrupt:
+        stderr.print("interrupted", highlight=False)
+        raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+    except Exception as exc:  # noqa: BLE001 - the CLI's single error boundary
+        raise typer.Exit(int(report_error(exc, debug=debug, json_out=json_out))) from None
+
+
+def check_settings(url: str | None) -> ConnectionSettings:
+    """Resolve ``--url`` (or ``FLUX_CHROMA_URL``) into validated connection settings.
+
+    Args:
+        url: The option value.
+
+    Returns:
+        The settings.
+    """
+    from flux_chroma.settings import ConnectionSettings
+
+    return ConnectionSettings.resolve(url)
+
+
+def check_tenant(tenant: str | None, tenancy: str = "prefix") -> str:
+    """Validate ``--tenant`` and ``--tenancy`` before any network call.
+
+    Args:
+        tenant: The tenant (None raises :class:`~flux_chroma.errors.TenantError`).
+        tenancy: ``prefix`` or ``database``.
+
+    Returns:
+        The tenant.
+    """
+    from flux_chroma.naming import Namespace, validate_tenant
+
+    Namespace(validate_tenant(tenant), tenancy)  # type: ignore[arg-type]
+    return tenant  # type: ignore[return-value]
+
+
+def json_option(value: str | None, option: str) -> Any:
+    """Parse a JSON-valued option such as ``--where``.
+
+    Args:
+        value: The raw text, or None.
+        option: The option name, for the message.
+
+    Returns:
+        The parsed value (None when not given).
+
+    Raises:
+        CliError: Not valid JSON (exit code 2).
+    """
+    if value is None:
+        return None
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise CliError(
+            f"{option} {value!r} is not valid JSON ({exc.msg}).",
+            f"""quote it for the shell, e.g. {option} '{{"topic": "db"}}'.""",
+            ExitCode.USAGE,
+        ) from None
+
+
+def run_workflow(wf: Any, payload: dict[str, Any], flux_home: Path | None) -> Any:
+    """Run a Flux workflow inline with the CLI's Flux home and return its output.
+
+    Args:
+        wf: The workflow.
+        payload: Its input.
+        flux_home: ``--flux-home`` (None: ``FLUX_HOME`` or ``./.flux``).
+
+    Returns:
+        The workflow's output.
+
+    Raises:
+        FluxChromaError: The workflow failed (its stored, readable error).
+    """
+    from flux.errors import ExecutionError
+
+    from flux_chroma.cli_state import flux_home as use_flux_home
+    from flux_chroma.cli_state import quiet_flux_logs
+    from flux_chroma.errors import FluxChromaError
+
+    quiet_flux_logs()
+    with use_flux_home(flux_home):
+        run = wf.run(payload)
+    if run.has_succeeded:
+        return run.output
+    error = run.output
+    while isinstance(error, ExecutionError) and not isinstance(error, FluxChromaError) and error.inner_exception:
+        error = error.inner_exception
+    if isinstance(error, BaseException):
+        raise error
+    raise FluxChromaError(f"workflow {wf.name} ended {run.state}: {error!r}")

@@ -1,0 +1,55 @@
+"""The Flux workflows behind ``flux-chroma query`` and ``flux-chroma collections``.
+
+The CLI runs them inline (``workflow.run``), so every command leaves a normal Flux execution
+in the Flux home. They take the tenant, URL and arguments from their input and run the
+public tasks with ``retry_max_attempts=0``: an interactive command should fail at once
+and say why, not retry a stopped server for several seconds. Definitions only (Flux
+re-executes this module when it registers a workflow).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flux import ExecutionContext, workflow
+
+from flux_chroma.tasks import list_collections, query
+
+__all__ = ["cli_query", "cli_collections", "task_options"]
+
+
+def task_options(data: dict[str, Any]) -> dict[str, Any]:
+    """Task options from a CLI workflow input (``tenant``, ``tenancy``, ``url``).
+
+    Args:
+        data: The workflow input.
+
+    Returns:
+        Keyword arguments for ``task.with_options``.
+    """
+    options: dict[str, Any] = {"tenant": data.get("tenant"), "retry_max_attempts": 0}
+    if data.get("tenancy"):
+        options["tenancy"] = data["tenancy"]
+    if data.get("url"):
+        options["url"] = data["url"]
+    return options
+
+
+@workflow.with_options(namespace="flux-chroma-cli")
+async def cli_query(ctx: ExecutionContext[dict[str, Any]]) -> Any:
+    """Query ``input.collection`` with ``input.question`` (``k``, ``where``, ``where_document``)."""
+    data = ctx.input
+    ask = query.with_options(**task_options(data))
+    return await ask(
+        data["collection"],
+        data["question"],
+        k=data.get("k", 5),
+        where=data.get("where"),
+        where_document=data.get("where_document"),
+    )
+
+
+@workflow.with_options(namespace="flux-chroma-cli")
+async def cli_collections(ctx: ExecutionContext[dict[str, Any]]) -> Any:
+    """List the tenant's collections with counts and pins."""
+    return await list_collections.with_options(**task_options(ctx.input))()

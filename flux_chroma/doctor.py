@@ -1,0 +1,336 @@
+"""``flux-chroma doctor``: check a deployment before it bites.
+
+Each check returns :class:`Check` results with status ``ok``, ``warn``, ``fail`` or
+``skip``. The checks, in order:
+
+* ``server``: the Chroma server answers its heartbeat at the configured URL.
+* ``versions``: the installed chromadb and flux-core are inside the ranges flux-chroma
+  declares, and the server speaks the API major version the client does.
+* ``model``: the default embedding model loads from local files, offline
+  (``FLUX_CHROMA_MODEL_DIR`` when set, else Chroma's model cache).
+* ``pin``: every collection of the tenant (or of the default database) carries a readable
+  pin that matches the embedding function flux-chroma would use, and its stored vectors
+  have the pinned dimension.
+* ``persistent-client``: no ``PersistentClient(`` call in the project's ``.py`` files.
+* ``filesystem``: the data, cache, model and Flux folders are not on NFS, SMB or FUSE.
+
+The last two live in :mod:`flux_chroma.cli_doctor_host`.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from flux_chroma.errors import FluxChromaError
+from flux_chroma.settings import ConnectionSettings
+
+__all__ = [
+    "Check",
+    "Status",
+    "check_server",
+    "check_versions",
+    "check_model",
+    "check_pins",
+    "run_doctor",
+]
+
+Status = Literal["ok", "warn", "fail", "skip"]
+"""A check's outcome: only ``fail`` makes ``flux-chroma doctor`` exit with 4."""
+
+_REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*([^;]*)(;.*)?$")
+_CLAUSE = re.compile(r"^\s*(==|!=|>=|<=|>|<|~=)\s*([0-9][0-9A-Za-z.]*)\s*$")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One result line of ``flux-chroma doctor``.
+
+    Attributes:
+        name: The check, e.g. ``server`` or ``pin acme/handbook``.
+        status: ``ok``, ``warn``, ``fail`` or ``skip``.
+        detail: What was found, and for warn/fail what to do.
+    """
+
+    name: str
+    status: Status
+    detail: str
+
+    def to_dict(self) -> dict[str, str]:
+        """JSON-able form."""
+        return {"name": self.name, "status": self.status, "detail": self.detail}
+
+
+# --------------------------------------------------------------------------- server, versions
+
+
+def check_server(settings: ConnectionSettings) -> tuple[Check, dict[str, Any] | None]:
+    """Probe the server's heartbeat with the configured timeouts.
+
+    Args:
+        settings: Where the server is.
+
+    Returns:
+        The check, and the server info (``None`` when unreachable).
+    """
+    from flux_chroma.connection import server_info
+
+    try:
+        info = server_info(settings)
+    except FluxChromaError as exc:
+        return Check("server", "fail", str(exc)), None
+    version = info.get("version") or "?"
+    return (
+        Check("server", "ok", f"{settings.url} answers (API version {version}, max batch {info['max_batch_size']})"),
+        info,
+    )
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    parts = []
+    for piece in text.split("."):
+        digits = re.match(r"\d+", piece)
+        if digits is None:
+            break
+        parts.append(int(digits.group()))
+    return tuple(parts)
+
+
+def _satisfies(version: str, spec: str) -> bool:
+    have = _version_tuple(version)
+    for clause in filter(None, (c.strip() for c in spec.split(","))):
+        match = _CLAUSE.match(clause)
+        if match is None:
+            continue  # a specifier form this small parser does not know: do not judge it
+        op, bound = match.group(1), _version_tuple(match.group(2))
+        width = max(len(have), len(bound))
+        a, b = have + (0,) * (width - len(have)), bound + (0,) * (width - len(bound))
+        ok = {
+            "==": a == b,
+            "!=": a != b,
+            ">=": a >= b,
+            "<=": a <= b,
+            ">": a > b,
+            "<": a < b,
+            "~=": a >= b and a[: len(bound) - 1] == b[: len(bound) - 1],
+        }[op]
+        if not ok:
+            return False
+    return True
+
+
+def _declared_ranges() -> dict[str, str]:
+    try:
+        requires = importlib.metadata.requires("flux-chroma") or []
+    except importlib.metadata.PackageNotFoundError:
+        requires = []
+    out: dict[str, str] = {}
+    for line in requires:
+        match = _REQUIREMENT.match(line)
+        if match and not match.group(3):
+            out[match.group(1).lower()] = match.group(2).strip()
+    return out
+
+
+def check_versions(server: dict[str, Any] | None) -> list[Check]:
+    """Compare installed chromadb/flux-core with the declared ranges, and the server's API.
+
+    Args:
+        server: The server info from :func:`check_server`, or None when unreachable.
+
+    Returns:
+        One check per package, plus one for the server API version.
+    """
+    ranges = _declared_ranges()
+    checks: list[Check] = []
+    client_version = "?"
+    for dist in ("chromadb", "flux-core"):
+        spec = ranges.get(dist, "")
+        try:
+            installed = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            checks.append(Check(f"version {dist}", "fail", f"{dist} is not installed."))
+            continue
+        if dist == "chromadb":
+            client_version = installed
+        if not spec or _satisfies(installed, spec):
+            checks.append(Check(f"version {dist}", "ok", f"{installed} (flux-chroma supports {spec or 'any'})"))
+        else:
+            checks.append(
+                Check(
+                    f"version {dist}",
+                    "fail",
+                    f"{installed} is outside the range flux-chroma supports ({spec}); install a "
+                    f"matching version: pip install '{dist}{spec}'.",
+                )
+            )
+    if server is None:
+        checks.append(Check("version server", "skip", "server unreachable"))
+        return checks
+    api = str(server.get("version") or "")
+    api_major, client_major = _version_tuple(api)[:1], _version_tuple(client_version)[:1]
+    if api_major and api_major == client_major:
+        checks.append(Check("version server", "ok", f"server API {api} matches chromadb client {client_version}"))
+    else:
+        checks.append(
+            Check(
+                "version server",
+                "fail",
+                f"server reports API version {api or 'unknown'}, but the chromadb {client_version} "
+                "client needs the same major version. Run the server from the same chromadb "
+                "release (`flux-chroma server` or `chroma run` from this environment).",
+            )
+        )
+    return checks
+
+
+# --------------------------------------------------------------------------- model, pins
+
+
+def check_model() -> tuple[Check, Any]:
+    """Check that the default embedding model loads from local files (never downloads).
+
+    Returns:
+        The check, and a loaded :class:`~flux_chroma.embedding.FastDefaultEmbedding` (None
+        when the model is not available).
+    """
+    from flux_chroma.embedding import MODEL_DIR_ENV, FastDefaultEmbedding, compute_fingerprint
+
+    env = os.environ.get(MODEL_DIR_ENV, "").strip()
+    if env:
+        missing = [n for n in ("model.onnx", "tokenizer.json") if not (Path(env).expanduser() / n).is_file()]
+        if missing:
+            return (
+                Check(
+                    "model",
+                    "fail",
+                    f"{MODEL_DIR_ENV}={env} lacks {', '.join(missing)}. Copy the model files "
+                    f"there or unset {MODEL_DIR_ENV} (then Chroma's model cache is used).",
+                ),
+                None,
+            )
+    ef = FastDefaultEmbedding(env or None)
+    try:
+        folder = ef.ensure_available()
+        fingerprint = compute_fingerprint(ef)
+    except FluxChromaError as exc:
+        return Check("model", "fail", str(exc)), None
+    return (
+        Check("model", "ok", f"all-MiniLM-L6-v2 loads offline from {folder} (dim {fingerprint.dimension})"),
+        ef,
+    )
+
+
+def _pin_check(collection: Any, label: str, model_ef: Any) -> Check:
+    from flux_chroma.pinning import Pin, check_pin, ef_from_pin, pin_for
+
+    name = f"pin {label}"
+    try:
+        pin = Pin.from_metadata(collection.metadata)
+    except FluxChromaError as exc:
+        return Check(name, "fail", str(exc))
+    if pin is None:
+        return Check(
+            name,
+            "warn",
+            "no pin: created outside flux-chroma, so tasks refuse it unless adopt=True is set "
+            "(which pins it to the configured embedding function).",
+        )
+    if pin.name == "default" and model_ef is None:
+        return Check(name, "skip", f"pinned to {pin.describe()}; model unavailable, cannot compare")
+    try:
+        ef = model_ef if pin.name == "default" else ef_from_pin(pin, collection=label)
+        check_pin(pin, pin_for(ef, pin.space), collection=label)
+        sample = collection.get(limit=1, include=["embeddings"])
+        vectors = sample.get("embeddings")
+        if vectors is not None and len(vectors) > 0 and len(vectors[0]) != pin.dimension:
+            return Check(
+                name,
+                "fail",
+                f"holds {len(vectors[0])}-dimensional vectors but is pinned to dimension "
+                f"{pin.dimension}: something wrote to it without flux-chroma. Migrate the data "
+                "into a new collection.",
+            )
+    except FluxChromaError as exc:
+        return Check(name, "fail", str(exc))
+    return Check(name, "ok", f"pinned to {pin.describe()}; {collection.count()} records")
+
+
+def check_pins(settings: ConnectionSettings, tenant: str | None, tenancy: str, model_ef: Any) -> list[Check]:
+    """Check the pin of every collection of ``tenant`` (or of the default database).
+
+    Args:
+        settings: Where the server is.
+        tenant: The tenant, or None for every collection in Chroma's default database.
+        tenancy: ``prefix`` or ``database``.
+        model_ef: The loaded default embedding function (None when unavailable).
+
+    Returns:
+        One check per collection (a single ``ok`` check when there is none).
+    """
+    from flux_chroma.connection import get_client
+    from flux_chroma.errors import CollectionNotFoundError, classify_chroma_error
+    from flux_chroma.naming import Namespace
+
+    namespace = Namespace(tenant, tenancy) if tenant else None  # type: ignore[arg-type]
+    database = namespace.database if namespace else None
+    scope = f"tenant {tenant!r}" if tenant else "the default database"
+    try:
+        client = get_client(settings, database)
+        collections = [c for c in client.list_collections() if namespace is None or namespace.owns(c.name)]
+    except Exception as exc:  # noqa: BLE001 - classified below
+        mapped = classify_chroma_error(exc, action=f"list collections of {scope}", url=settings.url)
+        if isinstance(mapped, CollectionNotFoundError):  # database mode: no database yet
+            return [Check("pins", "ok", f"no collections in {scope}")]
+        return [Check("pins", "fail", str(mapped))]
+    if not collections:
+        return [Check("pins", "ok", f"no collections in {scope}")]
+    checks = []
+    for coll in sorted(collections, key=lambda c: c.name):
+        label = f"{tenant}/{namespace.short(coll.name)}" if namespace else coll.name
+        checks.append(_pin_check(coll, label, model_ef))
+    return checks
+
+
+def run_doctor(
+    settings: ConnectionSettings,
+    *,
+    tenant: str | None = None,
+    tenancy: str = "prefix",
+    project: Path | None = None,
+    paths: dict[str, Path] | None = None,
+    mounts_file: Path = Path("/proc/mounts"),
+) -> list[Check]:
+    """Run every check in order.
+
+    Args:
+        settings: Where the server is.
+        tenant: Check this tenant's collections (None: every collection of the default database).
+        tenancy: ``prefix`` or ``database``.
+        project: Folder scanned for PersistentClient use (None: skip the scan).
+        paths: Folders whose filesystem is checked.
+        mounts_file: The mount table.
+
+    Returns:
+        Every check result.
+    """
+    from flux_chroma.cli_doctor_host import check_filesystems, check_persistent_client
+
+    checks: list[Check] = []
+    server_check, info = check_server(settings)
+    checks.append(server_check)
+    checks.extend(check_versions(info))
+    model_check, ef = check_model()
+    checks.append(model_check)
+    if info is None:
+        checks.append(Check("pins", "skip", "server unreachable"))
+    else:
+        checks.extend(check_pins(settings, tenant, tenancy, ef))
+    if project is not None:
+        checks.append(check_persistent_client(project))
+    checks.extend(check_filesystems(paths or {}, mounts_file))
+    return checks
