@@ -117,7 +117,7 @@ def test_urls_that_break_the_one_owner_rule_are_refused(tmp_path) -> None:  # ty
     for bad in (str(tmp_path), "./chroma-data", "file:///var/lib/chroma"):
         with pytest.raises(E.OneOwnerError, match="chroma run"):
             ConnectionSettings(bad)
-    client = chromadb.PersistentClient(path=str(tmp_path / "local"))
+    client = chromadb.PersistentClient(path=str(tmp_path / "local"))  # flux-chroma: allow-persistent-client
     with pytest.raises(E.OneOwnerError, match="PersistentClient"):
         flux_chroma.embed_and_add.with_options(tenant="acme", url=client)
     with pytest.raises(E.ConfigurationError, match="credentials"):
