@@ -18,14 +18,14 @@ import httpx
 import pytest
 
 from flux_chroma import ChromaServer
-from flux_chroma.cli_doctor_host import (
+from flux_chroma.cli.host_checks import (
     ALLOW_MARKER,
     check_filesystems,
     check_persistent_client,
     filesystem_type,
 )
-from flux_chroma.cli_support import ExitCode, exit_code_for
-from flux_chroma.doctor import _satisfies
+from flux_chroma.cli.support import ExitCode, exit_code_for
+from flux_chroma.cli.doctor import _satisfies
 from flux_chroma.errors import (
     ChromaUnavailableError,
     CollectionNotFoundError,

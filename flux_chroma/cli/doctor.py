@@ -14,7 +14,7 @@ Each check returns :class:`Check` results with status ``ok``, ``warn``, ``fail``
 * ``persistent-client``: no ``PersistentClient(`` call in the project's ``.py`` files.
 * ``filesystem``: the data, cache, model and Flux folders are not on NFS, SMB or FUSE.
 
-The last two live in :mod:`flux_chroma.cli_doctor_host`.
+The last two live in :mod:`flux_chroma.cli.host_checks`.
 """
 
 from __future__ import annotations
@@ -318,7 +318,7 @@ def run_doctor(
     Returns:
         Every check result.
     """
-    from flux_chroma.cli_doctor_host import check_filesystems, check_persistent_client
+    from flux_chroma.cli.host_checks import check_filesystems, check_persistent_client
 
     checks: list[Check] = []
     server_check, info = check_server(settings)

@@ -23,7 +23,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from flux_chroma.cli_support import CliError, ExitCode, stderr
+from flux_chroma.cli.support import CliError, ExitCode, stderr
 
 __all__ = ["sources_for", "build_job", "ProgressReporter", "summary_line"]
 

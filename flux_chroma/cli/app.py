@@ -6,7 +6,7 @@ Every command that talks to Chroma takes ``--url`` (default ``FLUX_CHROMA_URL`` 
 ``--flux-home`` (default ``FLUX_HOME`` or ``./.flux``). Errors print ``error:`` and
 ``hint:`` lines on stderr (a traceback only with ``--debug``) and exit with a stable code:
 0 ok, 1 operation failed, 2 usage error, 3 server unreachable, 4 a doctor check failed,
-130 interrupted. See :mod:`flux_chroma.cli_support`.
+130 interrupted. See :mod:`flux_chroma.cli.support`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Annotated
 import typer
 
 from flux_chroma._version import __version__
-from flux_chroma.cli_support import (
+from flux_chroma.cli.support import (
     CliError,
     ExitCode,
     check_settings,
@@ -150,8 +150,8 @@ def ingest(
 ) -> None:
     """Ingest files into the tenant's collection with a live progress bar (resumable)."""
     with cli_errors(debug=debug, json_out=json_out):
-        from flux_chroma.cli_ingest import ProgressReporter, build_job, summary_line
-        from flux_chroma.cli_state import flux_home as use_flux_home
+        from flux_chroma.cli.ingest import ProgressReporter, build_job, summary_line
+        from flux_chroma.cli.state import flux_home as use_flux_home
         from flux_chroma.connection import server_info
         from flux_chroma.ingest import run_ingest
 
@@ -214,7 +214,7 @@ def query(
 ) -> None:
     """Print the nearest records to TEXT in one of the tenant's collections, ranked."""
     with cli_errors(debug=debug, json_out=json_out):
-        from flux_chroma.cli_workflows import cli_query
+        from flux_chroma.cli.workflows import cli_query
         from flux_chroma.naming import validate_collection_name
 
         settings = check_settings(url)
@@ -234,7 +234,7 @@ def query(
         if json_out:
             print_json({"tenant": tenant, "collection": collection, "question": text, "hits": hits})
         else:
-            from flux_chroma.cli_render import hits_table
+            from flux_chroma.cli.render import hits_table
 
             hits_table(hits, title=f"{tenant}/{collection}: {text}")
 
@@ -250,7 +250,7 @@ def collections(
 ) -> None:
     """List the tenant's collections with record counts and embedding pins."""
     with cli_errors(debug=debug, json_out=json_out):
-        from flux_chroma.cli_workflows import cli_collections
+        from flux_chroma.cli.workflows import cli_collections
 
         settings = check_settings(url)
         check_tenant(tenant, tenancy)
@@ -258,7 +258,7 @@ def collections(
         if json_out:
             print_json({"tenant": tenant, "collections": found})
         else:
-            from flux_chroma.cli_render import collections_table
+            from flux_chroma.cli.render import collections_table
 
             collections_table(found, str(tenant))
 
@@ -284,8 +284,8 @@ def doctor(
     Exits 4 when any check fails (warnings do not fail).
     """
     with cli_errors(debug=debug, json_out=json_out):
-        from flux_chroma.cli_state import resolve_flux_home
-        from flux_chroma.doctor import run_doctor
+        from flux_chroma.cli.state import resolve_flux_home
+        from flux_chroma.cli.doctor import run_doctor
         from flux_chroma.embedding import MODEL_DIR_ENV, chroma_default_model_dir, default_cache_dir
 
         settings = check_settings(url)
@@ -310,7 +310,7 @@ def doctor(
         if json_out:
             print_json({"ok": not failed, "checks": [c.to_dict() for c in checks]})
         else:
-            from flux_chroma.cli_render import checks_table
+            from flux_chroma.cli.render import checks_table
 
             checks_table(checks)
         if failed:
@@ -332,7 +332,7 @@ def demo(
 ) -> None:
     """The quickstart: start a throwaway server, ingest three documents, ask one question."""
     with cli_errors(debug=debug, json_out=json_out):
-        from flux_chroma.cli_state import quiet_flux_logs
+        from flux_chroma.cli.state import quiet_flux_logs
         from flux_chroma.demo import DemoResult, run_demo
 
         if url is not None:
@@ -360,14 +360,14 @@ def demo(
             highlight=False,
             markup=False,
         )
-        from flux_chroma.cli_render import hits_table
+        from flux_chroma.cli.render import hits_table
 
         hits_table(result.hits, title=f"question: {question}")
 
 
 def main() -> None:
     """Entry point of the ``flux-chroma`` console script."""
-    from flux_chroma.cli_state import quiet_flux_logs
+    from flux_chroma.cli.state import quiet_flux_logs
 
     quiet_flux_logs()
     app(prog_name="flux-chroma")

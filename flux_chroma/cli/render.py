@@ -9,7 +9,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from flux_chroma.cli_support import stdout
+from flux_chroma.cli.support import stdout
 
 __all__ = ["hits_table", "collections_table", "checks_table", "STATUS_STYLE"]
 
@@ -82,7 +82,7 @@ def checks_table(checks: Sequence[Any]) -> None:
     """Print doctor results, one line per check: status, name, detail.
 
     Args:
-        checks: :class:`~flux_chroma.doctor.Check` objects.
+        checks: :class:`~flux_chroma.cli.doctor.Check` objects.
     """
     for check in checks:
         line = Text()

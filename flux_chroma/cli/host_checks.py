@@ -1,6 +1,6 @@
 """Host checks of ``flux-chroma doctor``: PersistentClient use in a project, network filesystems.
 
-Re-exported by :mod:`flux_chroma.doctor`; see that module for the whole list of checks.
+Re-exported by :mod:`flux_chroma.cli.doctor`; see that module for the whole list of checks.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from flux_chroma.doctor import Check
+from flux_chroma.cli.doctor import Check
 
 __all__ = [
     "NETWORK_FS_TYPES",

@@ -286,8 +286,8 @@ def run_workflow(wf: Any, payload: dict[str, Any], flux_home: Path | None) -> An
     """
     from flux.errors import ExecutionError
 
-    from flux_chroma.cli_state import flux_home as use_flux_home
-    from flux_chroma.cli_state import quiet_flux_logs
+    from flux_chroma.cli.state import flux_home as use_flux_home
+    from flux_chroma.cli.state import quiet_flux_logs
     from flux_chroma.errors import FluxChromaError
 
     quiet_flux_logs()
