@@ -9,12 +9,14 @@ name (new id) or a server restored from a snapshot is re-resolved, never served 
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from flux_chroma.connection import database_exists_or_create, forget_database, get_client
+from flux_chroma.embedding.identity import compute_fingerprint, ef_identity
 from flux_chroma.errors import (
     CollectionNotFoundError,
     EmbeddingMismatchError,
@@ -75,8 +77,19 @@ _lock = threading.Lock()
 _cache: dict[tuple[Any, ...], Resolved] = {}
 
 
+def _ef_key(ef: Any) -> tuple[Any, ...] | None:
+    """What makes two configured embedding functions interchangeable: class, identity and
+    fingerprint (computed once per process). Never ``id(ef)``: ids are reused after garbage
+    collection, and a function built per run would grow the cache without bound."""
+    if ef is None:
+        return None
+    fingerprint = compute_fingerprint(ef)
+    identity = json.dumps(ef_identity(ef), sort_keys=True)
+    return (type(ef).__module__, type(ef).__qualname__, identity, fingerprint.to_json())
+
+
 def _cache_key(target: Target, ef: Any, space: str | None) -> tuple[Any, ...]:
-    return (target.settings, target.namespace, target.physical, id(ef) if ef is not None else None, space)
+    return (target.settings, target.namespace, target.physical, _ef_key(ef), space)
 
 
 def forget_collection(target: Target) -> None:

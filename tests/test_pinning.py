@@ -140,3 +140,20 @@ def test_pin_is_cached_then_reverified_after_drop_and_recreate(tenant: str, url:
         assert stale.has_failed and isinstance(stale.output, E.EmbeddingMismatchError), stale.output
         written = ingest_wf.run({"tenant": tenant, "collection": "pinned", "docs": NEW_DOCS, "options": opts})
         assert written.has_failed and isinstance(written.output, E.EmbeddingMismatchError)
+
+
+def test_resolution_cache_is_keyed_by_identity_not_object(tenant: str, url: str) -> None:
+    from flux_chroma import collections as coll
+    from flux_chroma.naming import Namespace
+    from flux_chroma.settings import ConnectionSettings
+    from toy_embeddings import ToyEmbedding, ToyEmbeddingOtherWeights
+
+    assert _ingest(tenant, "toy8").has_succeeded
+    target = coll.Target(ConnectionSettings(url), Namespace(tenant), "pinned")
+    for _ in range(20):  # a workflow that builds its embedding function on every run
+        coll.open_collection(target, ef=ToyEmbedding(8), create=False)
+    keys = [k for k in coll._cache if k[2] == target.physical]
+    assert len(keys) == 1
+    # A new object with the same name and config but other vectors never hits that entry.
+    with pytest.raises(E.EmbeddingMismatchError, match="fingerprint"):
+        coll.open_collection(target, ef=ToyEmbeddingOtherWeights(8), create=False)
