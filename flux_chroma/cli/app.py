@@ -284,8 +284,8 @@ def doctor(
     Exits 4 when any check fails (warnings do not fail).
     """
     with cli_errors(debug=debug, json_out=json_out):
-        from flux_chroma.cli.state import resolve_flux_home
         from flux_chroma.cli.doctor import run_doctor
+        from flux_chroma.cli.state import resolve_flux_home
         from flux_chroma.embedding import MODEL_DIR_ENV, chroma_default_model_dir, default_cache_dir
 
         settings = check_settings(url)
