@@ -1,0 +1,178 @@
+"""What every row needs: the plan, the corpus file, the server, a raw client and a warm cache."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.corpus import build_corpus, load_docs, write_jsonl
+from bench.report import Report
+from bench.workspace import Workspace
+
+__all__ = ["Plan", "Bench", "TENANT"]
+
+TENANT = "bench"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Sizes and sample sizes of one run.
+
+    Attributes:
+        sizes: Corpus sizes (chunks), ascending.
+        rows: Rows to run.
+        embed_sample: Row 1: short docs embedded by both embedders.
+        flops_sample: Row 1: corpus chunks for the fast embedder's FLOP rate.
+        naive_sample: Row 3: documents ingested both ways.
+        naive_batch: Row 3: documents per workflow run.
+        queries: Row 5: questions per size.
+        reps: Row 2: repetitions per size (each flux + raw, order alternating).
+        scale_docs: Row 7: documents per configuration.
+        procs: Row 7: process counts.
+        quick: Quick mode.
+    """
+
+    sizes: tuple[int, ...]
+    rows: frozenset[int]
+    embed_sample: int = 1000
+    flops_sample: int = 2000
+    naive_sample: int = 300
+    naive_batch: int = 100
+    queries: int = 100
+    reps: int = 3
+    scale_docs: int = 3000
+    procs: tuple[int, ...] = (1, 2, 4)
+    quick: bool = False
+
+    @classmethod
+    def quick_plan(cls, sizes: tuple[int, ...], rows: frozenset[int]) -> Plan:
+        """Small samples for iterating (figures are noisier)."""
+        return cls(
+            sizes,
+            rows,
+            embed_sample=100,
+            flops_sample=300,
+            naive_sample=40,
+            naive_batch=20,
+            queries=30,
+            reps=2,
+            scale_docs=min(600, max(sizes)),
+            quick=True,
+        )
+
+    def reps_for(self, size: int) -> int:
+        """Row 2 repetitions at ``size`` (2 from 50k chunks up, to keep the run short)."""
+        return min(self.reps, 2) if size >= 50_000 else self.reps
+
+
+@dataclass
+class Bench:
+    """State shared by the rows of one run.
+
+    Attributes:
+        ws: The workspace (folders and server).
+        plan: The plan.
+        report: The report being filled.
+        corpus: Path of the corpus file (largest size).
+        batch: Documents per upsert / per ``embed_and_add`` call (the server's max batch size).
+        warm_dir: Embedding cache folder that holds every corpus vector once warmed.
+    """
+
+    ws: Workspace
+    plan: Plan
+    report: Report
+    corpus: Path = Path()
+    batch: int = 0
+    warm_dir: Path = Path()
+    _warm_upto: int = 0
+    _vectors: Any = None
+    _client: Any = None
+    populated: dict[int, str] = field(default_factory=dict)
+
+    def setup(self) -> None:
+        """Build and write the corpus, start the server, read the max batch size."""
+        start = time.perf_counter()
+        chunks = build_corpus(max(self.plan.sizes))
+        self.corpus = self.ws.work / "corpus.jsonl"
+        write_jsonl(chunks, self.corpus)
+        load_docs(str(self.corpus), 0, 1)  # read once; workflows then take it from memory
+        print(f"corpus: {len(chunks):,} chunks in {time.perf_counter() - start:.1f} s", flush=True)
+        self.ws.start_server()
+        self.batch = int(self.client.get_max_batch_size())
+        self.warm_dir = self.ws.work / "cache-warm"
+        from bench import flows
+
+        for wf in (
+            flows.corpus_ingest_wf,
+            flows.docs_ingest_wf,
+            flows.naive_ingest_wf,
+            flows.query_wf,
+            flows.noop_wf,
+        ):
+            wf._ensure_registered()  # a workflow's first run would otherwise pay for registration
+
+    @property
+    def url(self) -> str:
+        """The server URL."""
+        return str(self.ws.server.url)
+
+    @property
+    def client(self) -> Any:
+        """A plain chromadb HttpClient (the baselines' client)."""
+        if self._client is None:
+            import chromadb
+
+            self._client = chromadb.HttpClient(host="127.0.0.1", port=self.ws.server.port)
+        return self._client
+
+    def physical(self, name: str) -> str:
+        """The Chroma name of a flux-chroma collection of the bench tenant."""
+        return f"{TENANT}__{name}"
+
+    def drop(self, *names: str) -> None:
+        """Delete Chroma collections by their physical names (missing ones are ignored)."""
+        for name in names:
+            with contextlib.suppress(Exception):  # cleanup only
+                self.client.delete_collection(name)
+
+    def mark_warm(self, size: int) -> None:
+        """Record that :attr:`warm_dir` holds the vectors of the first ``size`` chunks."""
+        self._warm_upto = max(self._warm_upto, size)
+
+    def warm(self, size: int) -> None:
+        """Make sure :attr:`warm_dir` holds the vectors of the first ``size`` chunks."""
+        if self._warm_upto >= size:
+            return
+        from flux_chroma.embedding import CachingEmbedder, EmbeddingCache, FastDefaultEmbedding
+
+        start = time.perf_counter()
+        texts = [d["text"] for d in load_docs(str(self.corpus), 0, size)]
+        with EmbeddingCache(self.warm_dir) as cache:
+            CachingEmbedder(FastDefaultEmbedding(), cache=cache).embed(texts)
+        self.mark_warm(size)
+        print(
+            f"warmed the embedding cache with {size:,} chunks in {time.perf_counter() - start:.1f} s",
+            flush=True,
+        )
+
+    def vectors(self, size: int) -> np.ndarray:
+        """The first ``size`` corpus vectors (read from the warm cache once, then sliced)."""
+        top = max(self.plan.sizes)
+        if self._vectors is None:
+            from flux_chroma.embedding import CachingEmbedder, EmbeddingCache, FastDefaultEmbedding
+
+            self.warm(top)
+            texts = [d["text"] for d in load_docs(str(self.corpus))]
+            with EmbeddingCache(self.warm_dir) as cache:
+                result = CachingEmbedder(
+                    FastDefaultEmbedding(), cache=cache, count_tokens=False
+                ).embed(texts)
+            if result.misses:
+                raise RuntimeError(f"warm cache missed {result.misses} vectors")
+            self._vectors = result.vectors
+        return np.asarray(self._vectors[:size])

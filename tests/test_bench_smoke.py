@@ -1,0 +1,52 @@
+"""A tiny real run of the benchmark harness (bench/): every row is produced, every figure a number.
+
+It starts its own Chroma server and Flux state (as `bash scripts/bench.sh` does), on a
+100-chunk corpus with tiny samples. Speed is not asserted: only that the table is complete.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ROWS = {1, 2, 3, 4, 5, 6, 7}
+
+
+@pytest.mark.slow
+def test_tiny_benchmark_run_fills_every_row(tmp_path: Path) -> None:
+    out = tmp_path / "benchmarks.md"
+    command = [
+        sys.executable, "-m", "bench", "--sizes", "100", "--quick", "--embed-sample", "12",
+        "--flops-sample", "20", "--naive-sample", "6", "--naive-batch", "3", "--queries", "4",
+        "--reps", "1", "--scale-docs", "24", "--procs", "1,2", "--out", str(out),
+    ]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FLUX_", "CHROMA_"))}
+    env["FLUX_LOG_LEVEL"] = "WARNING"
+    done = subprocess.run(
+        command, check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=540
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+    data = json.loads(out.with_suffix(".json").read_text())
+    results = data["results"]
+    assert {r["row"] for r in results} == ROWS
+    for r in results:
+        assert isinstance(r["value"], (int, float)) and math.isfinite(r["value"]), r
+        assert not r["status"].startswith("TODO"), r
+    by_metric = {(r["row"], r["metric"]): r for r in results}
+    assert by_metric[(4, "embedder calls during re-ingest")]["value"] == 0
+    assert by_metric[(1, "max abs vector difference")]["value"] <= 1e-5
+    row7 = [r for r in results if r["row"] == 7]
+    assert len(row7) == 4  # 1 and 2 processes, cold and warm cache
+
+    text = out.read_text()
+    machine = data["meta"]["machine"]
+    assert machine["cpu"] in text and f"chromadb {machine['chromadb']}" in text
+    assert "| 7 |" in text and "--sizes 100" in text
