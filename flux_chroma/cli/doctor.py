@@ -20,7 +20,6 @@ The last two live in :mod:`flux_chroma.cli.host_checks`.
 from __future__ import annotations
 
 import importlib.metadata
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -198,22 +197,11 @@ def check_model() -> tuple[Check, Any]:
         The check, and a loaded :class:`~flux_chroma.embedding.FastDefaultEmbedding` (None
         when the model is not available).
     """
-    from flux_chroma.embedding import MODEL_DIR_ENV, FastDefaultEmbedding, compute_fingerprint
+    from flux_chroma.embedding import FastDefaultEmbedding, compute_fingerprint
 
-    env = os.environ.get(MODEL_DIR_ENV, "").strip()
-    if env:
-        missing = [n for n in ("model.onnx", "tokenizer.json") if not (Path(env).expanduser() / n).is_file()]
-        if missing:
-            return (
-                Check(
-                    "model",
-                    "fail",
-                    f"{MODEL_DIR_ENV}={env} lacks {', '.join(missing)}. Copy the model files "
-                    f"there or unset {MODEL_DIR_ENV} (then Chroma's model cache is used).",
-                ),
-                None,
-            )
-    ef = FastDefaultEmbedding(env or None)
+    # FastDefaultEmbedding resolves FLUX_CHROMA_MODEL_DIR itself (authoritative, no fallback),
+    # and its error names every folder it looked in.
+    ef = FastDefaultEmbedding()
     try:
         folder = ef.ensure_available()
         fingerprint = compute_fingerprint(ef)
