@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -99,3 +100,41 @@ EFS: dict[str, EmbeddingFunction[Documents]] = {
     "other8": OtherToyEmbedding(8),
     "unregistered8": UnregisteredToyEmbedding(8),
 }
+
+
+@register_embedding_function
+class LatencyToyEmbedding(_Base):
+    """A stand-in remote embedding API: toy vectors after a fixed latency per call.
+
+    Config ``{"dim": 8, "delay": 0.05}``: every call sleeps ``delay`` seconds (releasing
+    the GIL, as a network call does), then returns :class:`ToyEmbedding`'s vectors.
+    ``max_in_flight`` records how many calls were ever in flight at once.
+    """
+
+    def __init__(self, dim: int = 8, delay: float = 0.05) -> None:
+        super().__init__(dim)
+        self.delay = float(delay)
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    @staticmethod
+    def name() -> str:
+        return "toy-latency"
+
+    def __call__(self, input: Documents) -> Embeddings:
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            time.sleep(self.delay)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+        return super().__call__(input)
+
+    def get_config(self) -> dict[str, Any]:
+        return {"dim": self.dim, "delay": self.delay}
+
+    @classmethod
+    def build_from_config(cls, config: dict[str, Any]) -> "LatencyToyEmbedding":
+        return cls(dim=int(config.get("dim", 8)), delay=float(config.get("delay", 0.05)))

@@ -141,6 +141,9 @@ def ingest(
     ] = "error",
     cache: Annotated[bool, typer.Option("--cache/--no-cache", help="Reuse embeddings through the embedding cache.")] = True,
     key: Annotated[str | None, typer.Option("--key", help="Job key (same key = resume or sync the same job).")] = None,
+    parallel: Annotated[
+        int, typer.Option("--parallel", help="Units of consecutive batches running at once (1-256).")
+    ] = 1,
     url: Url = None,
     tenant: Tenant = None,
     tenancy: Tenancy = "prefix",
@@ -154,11 +157,14 @@ def ingest(
         from flux_chroma.cli.state import flux_home as use_flux_home
         from flux_chroma.connection import server_info
         from flux_chroma.ingest import run_ingest
+        from flux_chroma.ingest.spec import MAX_PARALLEL
 
         if cleanup not in ("none", "incremental", "full"):
             raise CliError(f"--cleanup {cleanup!r} is not one of none, incremental, full.", "", ExitCode.USAGE)
         if duplicates not in ("error", "last_wins"):
             raise CliError(f"--duplicates {duplicates!r} is not one of error, last_wins.", "", ExitCode.USAGE)
+        if not 1 <= parallel <= MAX_PARALLEL:
+            raise CliError(f"--parallel {parallel} is out of range.", f"give 1 to {MAX_PARALLEL} units at once.", ExitCode.USAGE)
         settings = check_settings(url)
         check_tenant(tenant, tenancy)
         server_info(settings)  # fail fast (exit 3) instead of retrying a stopped server
@@ -176,6 +182,7 @@ def ingest(
             duplicates=duplicates,
             cache=cache,
             key=key,
+            parallel=parallel,
         )
         with use_flux_home(flux_home), ProgressReporter(quiet=json_out) as reporter:
             run = run_ingest(job, on_progress=reporter.callback)

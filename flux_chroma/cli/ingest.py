@@ -76,6 +76,7 @@ def build_job(
     duplicates: str = "error",
     cache: bool = True,
     key: str | None = None,
+    parallel: int = 1,
 ) -> dict[str, Any]:
     """Build the JSON job spec the ``ingest`` command runs.
 
@@ -93,6 +94,7 @@ def build_job(
         duplicates: ``error`` or ``last_wins`` (a document id seen twice).
         cache: Reuse embeddings through the embedding cache.
         key: Job key (default: a digest of the spec).
+        parallel: Units (shards of consecutive batches) running at once.
 
     Returns:
         The job dict.
@@ -112,6 +114,8 @@ def build_job(
         job["batch_size"] = batch_size
     if key:
         job["key"] = key
+    if parallel != 1:
+        job["parallel"] = parallel
     return job
 
 

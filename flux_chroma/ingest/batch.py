@@ -198,7 +198,9 @@ async def _ingest_batch(options: ChromaOptions, collection: str, job: dict[str, 
     base = {"phase": "batch", "tenant": spec.tenant, "collection": collection, "batch": batch["batch"], "of": batch.get("of")}
     await send_progress({**base, "status": "started", "chunks": batch["count"]})
     receipt = await asyncio.to_thread(_batch_sync, target, spec, batch, options)
-    receipt["execution_id"] = (await ExecutionContext.get()).execution_id
+    ctx = await ExecutionContext.get()
+    receipt["execution_id"] = ctx.execution_id
+    receipt["worker"] = ctx.current_worker or None  # "" inline
     await send_progress({**base, "status": "done", **receipt})
     return receipt
 

@@ -26,6 +26,7 @@ __all__ = ["IngestJob", "DUPLICATE_POLICIES", "CLEANUP_MODES", "canonical_json",
 DUPLICATE_POLICIES = ("error", "last_wins")
 CLEANUP_MODES = (None, "incremental", "full")
 DEFAULT_BATCH_SIZE = 256
+MAX_PARALLEL = 256
 
 # ChromaOptions that may travel in a job spec (never secrets: the spec is stored in Flux's log).
 _CHROMA_KEYS = frozenset(
@@ -63,6 +64,20 @@ def check_options(options: Any, where: str) -> dict[str, Any]:
             f"{where}.options has unknown key(s) {sorted(unknown)}; allowed: {sorted(_CHROMA_KEYS | _FLUX_KEYS)}."
         )
     return dict(options)
+
+
+def check_parallel(value: Any) -> int:
+    """Validate ``parallel`` (units in flight at once): an int from 1 to :data:`MAX_PARALLEL`.
+
+    Raises:
+        ConfigurationError: Not an int, or out of range.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PARALLEL:
+        raise ConfigurationError(
+            f"parallel must be an integer from 1 to {MAX_PARALLEL} (units in flight at once), "
+            f"got {value!r}."
+        )
+    return int(value)
 
 
 def check_embedding(spec: Any, where: str) -> dict[str, Any] | None:
@@ -140,6 +155,12 @@ class IngestJob:
             ``cache``, ``space``, ``adopt``, and Flux's ``retry_max_attempts``,
             ``retry_delay``, ``retry_backoff``, ``timeout``.
         key: Job key for deterministic execution ids (default: a digest of the spec).
+        parallel: Units (shards of consecutive batches) in flight at once, 1 to 256.
+            Inline, up to ``parallel`` units run concurrently in the process (what makes
+            remote embedding APIs fast); on a Flux worker with ``parallel > 1``, each
+            unit is a child execution of ``flux-chroma/ingest_unit`` placed by the Flux
+            server on any worker. Not part of the job key: a job re-submitted with
+            another ``parallel`` resumes the same runs.
 
     Raises:
         ConfigurationError: Invalid values (the message names the field).
@@ -157,6 +178,7 @@ class IngestJob:
     embedding_function: dict[str, Any] | None = None
     options: dict[str, Any] = field(default_factory=dict)
     key: str | None = None
+    parallel: int = 1
 
     def __post_init__(self) -> None:
         validate_tenant(self.tenant)
@@ -181,6 +203,7 @@ class IngestJob:
         object.__setattr__(self, "options", check_options(self.options, "job"))
         if self.key is not None and (not isinstance(self.key, str) or not self.key):
             raise ConfigurationError(f"key must be a non-empty string, got {self.key!r}.")
+        check_parallel(self.parallel)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | IngestJob) -> IngestJob:
@@ -193,7 +216,7 @@ class IngestJob:
             return data
         if not isinstance(data, Mapping):
             raise ConfigurationError(f"an ingestion job must be a dict, got {type(data).__name__}.")
-        known = {"tenant", "collection", "sources", "chunking", "batch_size", "duplicates", "cleanup", "embedding_function", "options", "key"}
+        known = {"tenant", "collection", "sources", "chunking", "batch_size", "duplicates", "cleanup", "embedding_function", "options", "key", "parallel"}
         unknown = set(data) - known
         if unknown:
             raise ConfigurationError(f"job has unknown field(s) {sorted(unknown)}; allowed: {sorted(known)}.")
@@ -224,6 +247,17 @@ class IngestJob:
             out["options"] = dict(self.options)
         if self.key is not None:
             out["key"] = self.key
+        if self.parallel != 1:
+            out["parallel"] = self.parallel
+        return out
+
+    def work_dict(self) -> dict[str, Any]:
+        """:meth:`to_dict` without ``parallel``: what the tasks receive and hash.
+
+        Task ids (replay checkpoints) must not depend on how many units run at once.
+        """
+        out = self.to_dict()
+        out.pop("parallel", None)
         return out
 
     @property
@@ -231,7 +265,7 @@ class IngestJob:
         """The explicit key, or a digest of the spec."""
         if self.key is not None:
             return self.key
-        spec = self.to_dict()
+        spec = self.work_dict()
         spec.pop("key", None)
         return digest_of(spec, 20)
 

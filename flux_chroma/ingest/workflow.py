@@ -20,6 +20,7 @@ from flux import ExecutionContext, workflow
 from flux_chroma.errors import ConfigurationError, FluxChromaError
 from flux_chroma.ingest.batch import cleanup_ingest, ingest_batch, plan_ingest
 from flux_chroma.ingest.spec import IngestJob
+from flux_chroma.ingest.units import run_units_inline, shard
 
 __all__ = ["ingest_steps", "ingest_job", "ingest_tenants", "build_report", "bounded_gather", "NAMESPACE", "job_from_input"]
 
@@ -36,7 +37,8 @@ def build_report(job: IngestJob, plan: dict[str, Any], receipts: list[dict[str, 
         ``skipped``, ``deleted``, ``failed`` (chunks not written), ``embedded``,
         ``cache_hits``, ``embed_seconds``, ``verified``, ``cleanup``, ``duplicates``,
         ``duplicate_count`` and ``batch_timings`` (per batch: chunks, skipped, seconds,
-        embed_seconds, and the execution and process id that wrote it).
+        embed_seconds, and the Flux worker, execution and process id that wrote it;
+        ``worker`` is ``None`` inline).
     """
     report: dict[str, Any] = {
         "tenant": job.tenant,
@@ -58,7 +60,11 @@ def build_report(job: IngestJob, plan: dict[str, Any], receipts: list[dict[str, 
     report["duplicates"] = plan["duplicates"]
     report["duplicate_count"] = plan["duplicate_count"]
     report["batch_timings"] = [
-        {k: r[k] for k in ("batch", "chunks", "skipped", "seconds", "embed_seconds", "execution_id", "pid")} for r in receipts
+        {
+            **{k: r[k] for k in ("batch", "chunks", "skipped", "seconds", "embed_seconds", "execution_id", "pid")},
+            "worker": r.get("worker"),
+        }
+        for r in receipts
     ]
     return report
 
@@ -84,8 +90,10 @@ def _stopped(exc: BaseException, job: IngestJob, plan: dict[str, Any], receipts:
 async def ingest_steps(job: IngestJob | dict[str, Any], *, expected_digest: str | None = None) -> dict[str, Any]:
     """Run an ingestion job as Flux tasks inside the current workflow.
 
-    Plan, then one ``ingest_batch`` call per batch in order (each a replay checkpoint),
-    then ``cleanup_ingest`` once every batch has committed.
+    Plan, then one ``ingest_batch`` call per batch (each a replay checkpoint), then
+    ``cleanup_ingest`` once every batch has committed. With ``job.parallel > 1`` the
+    batches are cut into units of consecutive batches (:mod:`flux_chroma.ingest.units`)
+    and up to ``parallel`` units run at once; each unit writes its batches in order.
 
     Args:
         job: The job (spec dict or :class:`IngestJob`).
@@ -99,16 +107,19 @@ async def ingest_steps(job: IngestJob | dict[str, Any], *, expected_digest: str 
             report. Nothing is deleted when a batch failed.
     """
     spec = IngestJob.from_dict(job)
-    spec_dict = spec.to_dict()
+    spec_dict = spec.work_dict()
     opts = spec.task_options()
     plan = await plan_ingest.with_options(**opts)(spec_dict, expected_digest)
     write = ingest_batch.with_options(**opts)
-    receipts: list[dict[str, Any]] = []
-    for ref in plan["batches"]:
-        try:
-            receipts.append(await write(plan["collection"], spec_dict, ref))
-        except Exception as exc:  # noqa: BLE001 - re-raised with the job's progress
-            raise _stopped(exc, spec, plan, receipts, ref) from None
+
+    async def write_one(ref: dict[str, Any]) -> dict[str, Any]:
+        receipt: dict[str, Any] = await write(plan["collection"], spec_dict, ref)
+        return receipt
+
+    units = shard(plan["batches"], spec.parallel)
+    receipts, failure = await run_units_inline(units, write_one, spec.parallel)
+    if failure is not None:
+        raise _stopped(failure.cause, spec, plan, receipts, failure.ref) from None
     cleanup = None
     if spec.cleanup is not None:
         cleanup = await cleanup_ingest.with_options(**opts)(plan["collection"], spec_dict, plan["digest"])

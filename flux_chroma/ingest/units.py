@@ -1,0 +1,105 @@
+"""Units: shards of consecutive batches, the pieces a ``parallel`` job runs at once.
+
+A plan's batch references are cut into units of consecutive batches. Inline (``run_ingest``,
+the CLI), up to ``parallel`` units run concurrently inside the one workflow, each writing its
+batches in order (every batch is still its own replay checkpoint). On a Flux worker, each
+unit becomes one child execution (see :mod:`flux_chroma.ingest.dispatch`).
+
+The unit size is a trade-off measured in ``docs/benchmarks.md``: a child execution costs a
+dispatch round trip, so units hold several batches, but enough units are cut (about
+:data:`UNITS_PER_SLOT` per slot) that a slow or restarted unit does not leave the other
+slots idle at the end of a job.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+__all__ = ["UNITS_PER_SLOT", "MAX_UNIT_BATCHES", "unit_size", "shard", "run_units_inline", "UnitFailure"]
+
+UNITS_PER_SLOT = 4
+"""Units cut per slot of ``parallel`` (load balance at the end of a job)."""
+
+MAX_UNIT_BATCHES = 16
+"""Largest unit, in batches (bounds the work a lost unit repeats)."""
+
+WriteBatch = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+def unit_size(batches: int, parallel: int) -> int:
+    """Batches per unit for a plan of ``batches`` batches run ``parallel`` units at a time.
+
+    Args:
+        batches: Batches in the plan.
+        parallel: Units in flight at once.
+
+    Returns:
+        At least 1, at most :data:`MAX_UNIT_BATCHES`.
+    """
+    if parallel <= 1 or batches <= 1:
+        return max(1, batches)
+    return max(1, min(MAX_UNIT_BATCHES, math.ceil(batches / (parallel * UNITS_PER_SLOT))))
+
+
+def shard(batches: list[dict[str, Any]], parallel: int) -> list[dict[str, Any]]:
+    """Cut batch references into units of consecutive batches.
+
+    Args:
+        batches: ``plan["batches"]``, in plan order.
+        parallel: Units in flight at once.
+
+    Returns:
+        ``[{"unit": i, "of": n, "batches": [ref, ...]}, ...]`` (JSON-able, in plan order).
+    """
+    size = unit_size(len(batches), parallel)
+    cuts = [batches[start : start + size] for start in range(0, len(batches), size)]
+    return [{"unit": i, "of": len(cuts), "batches": refs} for i, refs in enumerate(cuts)]
+
+
+class UnitFailure(Exception):
+    """A unit stopped at one batch; carries the batch reference and the cause."""
+
+    def __init__(self, ref: dict[str, Any], cause: BaseException) -> None:
+        super().__init__(f"batch {ref.get('batch')} failed: {cause!r}")
+        self.ref = ref
+        self.cause = cause
+
+
+async def _run_unit(unit: dict[str, Any], write: WriteBatch, receipts: list[dict[str, Any]]) -> None:
+    for ref in unit["batches"]:
+        try:
+            receipts.append(await write(ref))
+        except Exception as exc:  # noqa: BLE001 - reported with the job's progress by the caller
+            raise UnitFailure(ref, exc) from None
+
+
+async def run_units_inline(units: list[dict[str, Any]], write: WriteBatch, parallel: int) -> tuple[list[dict[str, Any]], UnitFailure | None]:
+    """Run units in this process, at most ``parallel`` at once, each unit's batches in order.
+
+    A failing unit stops at its failing batch; the other units run to their end, so
+    their batches are committed (and replay on the next run).
+
+    Args:
+        units: From :func:`shard`.
+        write: Writes one batch reference (an ``ingest_batch`` task call) and returns its receipt.
+        parallel: Units in flight at once.
+
+    Returns:
+        ``(receipts in batch order, the failure of the earliest failing batch or None)``.
+    """
+    from flux_chroma.ingest.workflow import bounded_gather
+
+    receipts: list[dict[str, Any]] = []
+    results = await bounded_gather([_run_unit(u, write, receipts) for u in units], parallel)
+    receipts.sort(key=lambda r: int(r["batch"]))
+    failures: list[UnitFailure] = []
+    for result in results:
+        if isinstance(result, UnitFailure):
+            failures.append(result)
+        elif isinstance(result, BaseException):
+            raise result
+    if not failures:
+        return receipts, None
+    return receipts, min(failures, key=lambda f: int(f.ref["batch"]))
