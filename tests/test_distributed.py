@@ -1,5 +1,5 @@
-"""The distributed example end to end: Chroma server, Flux server and two Flux workers as real
-OS processes on loopback, driven through `flux workflow run`, then torn down by pid."""
+"""The distributed example end to end: Chroma server, PostgreSQL, Flux server and two Flux workers
+as real OS processes on loopback, driven through `flux workflow run`, then torn down by pid."""
 
 from __future__ import annotations
 
@@ -43,8 +43,9 @@ def test_run_local_deploys_ingests_queries_and_tears_down(tmp_path: Path) -> Non
     summary = json.loads(summary_file.read_text())
     assert summary["ok"] is True
 
-    # Four processes were started, and every one of them (and their children) is gone.
-    assert set(summary["pids"]) == {"chroma", "flux-server", "worker-1", "worker-2"}
+    # Five processes were started, and every one of them (and their children) is gone.
+    assert summary["flux_db"] == "postgresql"
+    assert set(summary["pids"]) == {"chroma", "postgres", "flux-server", "worker-1", "worker-2"}
     for pid in summary["pids"].values():
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
@@ -66,6 +67,7 @@ def test_run_local_deploys_ingests_queries_and_tears_down(tmp_path: Path) -> Non
     assert all(h["document"].startswith("Globex") for h in answers["globex"]["hits"])
     assert [c["name"] for c in answers["acme"]["collections"]] == ["handbook"]
     assert "stopped worker-1" in done.stdout and "stopped chroma" in done.stdout
+    assert "stopped postgres" in done.stdout
 
 
 @pytest.mark.slow
@@ -90,7 +92,7 @@ def test_run_local_tears_everything_down_when_interrupted(tmp_path: Path) -> Non
             proc.wait()
     summary = json.loads(summary_file.read_text())
     assert summary["ok"] is False
-    assert set(summary["pids"]) == {"chroma", "flux-server", "worker-1", "worker-2"}
+    assert set(summary["pids"]) == {"chroma", "postgres", "flux-server", "worker-1", "worker-2"}
     for pid in summary["pids"].values():
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)

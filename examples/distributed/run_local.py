@@ -2,16 +2,22 @@
 
 Run it inside the project's virtualenv::
 
-    python examples/distributed/run_local.py [--workdir DIR] [--keep] [--summary FILE]
+    python examples/distributed/run_local.py [--workdir DIR] [--keep] [--summary FILE] [--flux-db sqlite]
 
 It starts, as separate OS processes (each in its own process group):
 
 1. ``flux-chroma server --path WORKDIR/chroma-data --port 0``: the ONE process that owns
    the Chroma data directory;
-2. ``flux start server``: the Flux server (state in ``WORKDIR/flux-server``, anonymous
-   access allowed because everything listens on 127.0.0.1 only);
-3. two ``flux start worker`` processes: stateless, each a ``chromadb.HttpClient`` of the
-   same Chroma server (``FLUX_CHROMA_URL``), sharing one embedding cache folder.
+2. a throwaway PostgreSQL server for Flux's state (``postgres_local.py``: a temporary
+   directory, a free loopback port; as the ``postgres`` OS user when run as root). A fleet
+   needs it: on SQLite the Flux server warns that multi-worker fleets get lock contention
+   and dispatch anomalies. ``--flux-db sqlite`` keeps SQLite (one-node use);
+3. ``flux start server``: the Flux server (``FLUX_DATABASE_URL`` points at PostgreSQL;
+   anonymous access allowed because everything listens on 127.0.0.1 only);
+4. two ``flux start worker`` processes: stateless, each a ``chromadb.HttpClient`` of the
+   same Chroma server (``FLUX_CHROMA_URL``), sharing one embedding cache folder, and each
+   told where the Flux server is (``FLUX_WORKERS__SERVER_URL``: a workflow that starts
+   child executions, like an ingestion job with ``parallel``, calls the server with it).
 
 Then it registers ``workflows.py`` with ``flux workflow register``, runs two ingestions at
 once (tenants ``acme`` and ``globex``, same collection name) and one question per tenant
@@ -35,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from postgres_local import LocalPostgres
 
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
@@ -62,6 +69,14 @@ class Stack:
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
         self.procs: list[tuple[str, subprocess.Popen[bytes], Path]] = []
+        self.postgres: LocalPostgres | None = None
+
+    def start_postgres(self) -> str:
+        """Start the throwaway PostgreSQL for Flux's state; return its URL."""
+        self.postgres = LocalPostgres()
+        self.postgres.start()
+        print(f"started {'postgres':<9} pid {self.postgres.pid}", flush=True)
+        return self.postgres.url
 
     def start(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
         """Start ``argv`` in its own process group (so its children stop with it)."""
@@ -78,7 +93,10 @@ class Stack:
 
     def pids(self) -> dict[str, int]:
         """``{name: pid}`` of every process started."""
-        return {name: proc.pid for name, proc, _ in self.procs}
+        pids = {name: proc.pid for name, proc, _ in self.procs}
+        if self.postgres is not None and self.postgres.pid is not None:
+            pids["postgres"] = self.postgres.pid
+        return pids
 
     def log_tail(self, name: str, lines: int = 15) -> str:
         """The last lines of one process's output."""
@@ -101,6 +119,9 @@ class Stack:
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait(timeout=10)
             print(f"stopped {name:<9} pid {proc.pid} (exit {proc.returncode})", flush=True)
+        if self.postgres is not None:
+            self.postgres.stop()
+            print(f"stopped {'postgres':<9} pid {self.postgres.pid}", flush=True)
 
 
 def free_port() -> int:
@@ -195,7 +216,7 @@ def settle(name: str, execution: dict[str, Any], env: dict[str, str], flux_url: 
     return execution
 
 
-def deploy_and_run(stack: Stack) -> dict[str, Any]:
+def deploy_and_run(stack: Stack, flux_db: str = "postgresql") -> dict[str, Any]:
     work = stack.workdir
     # 1. The ONE Chroma server (flux-chroma's own command; it prints its URL as JSON).
     chroma_log = work / "chroma" / "output.log"
@@ -206,23 +227,28 @@ def deploy_and_run(stack: Stack) -> dict[str, Any]:
 
     chroma_url = wait_for("the Chroma server", chroma_ready, stack, "chroma")
 
-    # 2. The Flux server, its state in its own folder.
+    # 2. The Flux server, its state in PostgreSQL (or SQLite with --flux-db sqlite).
     flux_port, flux_home = free_port(), work / "flux-server"
     flux_url = f"http://127.0.0.1:{flux_port}"
+    if flux_db == "postgresql":
+        database = {"FLUX_DATABASE_URL": stack.start_postgres(), "FLUX_DATABASE_TYPE": "postgresql"}
+    else:
+        database = {"FLUX_DATABASE_URL": f"sqlite:///{flux_home / 'flux.db'}"}
     server_env = base_env(
         FLUX_HOME=str(flux_home),
-        FLUX_DATABASE_URL=f"sqlite:///{flux_home / 'flux.db'}",
         FLUX_SECURITY__AUTH__ALLOW_ANONYMOUS="true",  # loopback only; configure auth in production
+        **database,
     )
     stack.start("flux-server", [tool("flux"), "start", "server", "--host", "127.0.0.1", "--port", str(flux_port)], server_env)
     wait_for("the Flux server", lambda: httpx.get(f"{flux_url}/health", timeout=2).json().get("status") == "healthy", stack, "flux-server")
     token = wait_for("the bootstrap token", lambda: flux(["server", "bootstrap-token"], server_env, 30).strip(), stack, "flux-server")
 
-    # 3. Two stateless workers: Chroma URL and a shared embedding cache, nothing else.
+    # 3. Two stateless workers: the Flux server's URL, the Chroma URL and a shared embedding cache.
     for name in ("worker-1", "worker-2"):
         worker_env = base_env(
             FLUX_HOME=str(work / name / ".flux"),
             FLUX_WORKERS__BOOTSTRAP_TOKEN=token,
+            FLUX_WORKERS__SERVER_URL=flux_url,  # child executions (parallel ingestion) go here
             FLUX_CHROMA_URL=chroma_url,
             FLUX_CHROMA_CACHE_DIR=str(work / "embedding-cache"),
         )
@@ -233,7 +259,7 @@ def deploy_and_run(stack: Stack) -> dict[str, Any]:
         return {w["name"] for w in workers if w.get("status") == "online"} >= {"worker-1", "worker-2"}
 
     wait_for("both workers online", online, stack, "worker-2")
-    print(f"Chroma {chroma_url}  Flux {flux_url}  workers worker-1, worker-2", flush=True)
+    print(f"Chroma {chroma_url}  Flux {flux_url} ({flux_db})  workers worker-1, worker-2", flush=True)
 
     # 4. Register the workflows, then ingest both tenants at once and ask each a question.
     print(flux(["workflow", "register", str(HERE / "workflows.py"), "--server-url", flux_url], server_env).strip())
@@ -261,6 +287,7 @@ def deploy_and_run(stack: Stack) -> dict[str, Any]:
     return {
         "chroma_url": chroma_url,
         "flux_url": flux_url,
+        "flux_db": flux_db,
         "ingest": [{"tenant": t, "worker": e["current_worker"], "receipt": e["output"]} for t, e in zip(DOCS, ingests, strict=True)],
         "ask": [{"tenant": t, "worker": e["current_worker"], **e["output"]} for t, e in zip(QUESTIONS, asks, strict=True)],
     }
@@ -271,6 +298,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, help="folder for data, state and logs (default: a temporary one)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary workdir (logs) afterwards")
     parser.add_argument("--summary", type=Path, help="write pids and results as JSON to this file")
+    parser.add_argument(
+        "--flux-db", choices=("postgresql", "sqlite"), default="postgresql",
+        help="Flux's state: a throwaway PostgreSQL (default; what a fleet needs) or SQLite (one node)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
 
     workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="flux-chroma-distributed-"))).resolve()
@@ -280,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     summary: dict[str, Any] = {"workdir": str(workdir), "ok": False}
     code = 1
     try:
-        summary.update(deploy_and_run(stack))
+        summary.update(deploy_and_run(stack, args.flux_db))
         summary["ok"] = True
         code = 0
     except (RuntimeError, subprocess.SubprocessError, json.JSONDecodeError) as exc:

@@ -1,0 +1,172 @@
+"""A throwaway PostgreSQL server for a local Flux fleet (what ``run_local.py`` uses by default).
+
+A Flux server with several workers keeps its state in PostgreSQL: on SQLite the server warns
+"multi-worker fleets require PostgreSQL; expect lock contention and dispatch anomalies".
+This module starts a real PostgreSQL (the server binaries of ``postgresql-15``, found in
+``/usr/lib/postgresql/*/bin`` or on ``PATH``) in a temporary directory, on a free loopback
+port, with one database ``flux`` owned by a trust-authenticated user ``flux``::
+
+    with LocalPostgres() as pg:
+        env["FLUX_DATABASE_URL"] = pg.url   # postgresql+psycopg://flux@127.0.0.1:PORT/flux
+
+PostgreSQL refuses to run as root: when this runs as root, every PostgreSQL command runs as
+the ``postgres`` OS user (``runuser -u postgres --``) and the data directory is chowned to it.
+The server is stopped (fast shutdown, then SIGKILL of its process group) and its directory
+removed on exit. Install the binaries with ``apt-get install -y postgresql-15`` (Debian).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+
+__all__ = ["LocalPostgres", "postgres_bin_dir", "PostgresUnavailable"]
+
+STARTUP_TIMEOUT = 60.0
+
+
+class PostgresUnavailable(RuntimeError):
+    """The PostgreSQL server binaries are missing, or the server did not start."""
+
+
+def postgres_bin_dir() -> Path:
+    """The folder holding ``initdb``, ``postgres`` and ``pg_ctl`` (newest version first).
+
+    Raises:
+        PostgresUnavailable: No PostgreSQL server binaries are installed.
+    """
+    for candidate in sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: int(p.parent.name), reverse=True):
+        if (candidate / "initdb").exists():
+            return candidate
+    found = shutil.which("initdb")
+    if found:
+        return Path(found).parent
+    raise PostgresUnavailable(
+        "PostgreSQL server binaries (initdb, postgres, pg_ctl) are not installed. On Debian/Ubuntu: "
+        "apt-get install -y postgresql-15 (or postgresql). Or pass --flux-db sqlite for one worker."
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LocalPostgres:
+    """A PostgreSQL server in a temporary directory on a free loopback port.
+
+    Args:
+        parent: Folder for the temporary data directory (default: the system temp folder).
+            It must be reachable by the ``postgres`` user when running as root.
+        database: Database to create.
+        user: Superuser to create (trust authentication, loopback only).
+    """
+
+    def __init__(self, parent: Path | None = None, database: str = "flux", user: str = "flux") -> None:
+        self.bin = postgres_bin_dir()
+        self.database = database
+        self.user = user
+        self.root = Path(tempfile.mkdtemp(prefix="flux-postgres-", dir=parent))
+        self.data = self.root / "data"
+        self.port = 0
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._as_postgres = os.geteuid() == 0
+
+    @property
+    def url(self) -> str:
+        """SQLAlchemy URL for Flux (``FLUX_DATABASE_URL``)."""
+        return f"postgresql+psycopg://{self.user}@127.0.0.1:{self.port}/{self.database}"
+
+    @property
+    def pid(self) -> int | None:
+        """Process id of the started server command (its process group id too)."""
+        return self.proc.pid if self.proc else None
+
+    def _argv(self, tool: str, *args: str) -> list[str]:
+        argv = [str(self.bin / tool), *args]
+        return ["runuser", "-u", "postgres", "--", *argv] if self._as_postgres else argv
+
+    def _run(self, tool: str, *args: str) -> None:
+        done = subprocess.run(self._argv(tool, *args), capture_output=True, text=True, check=False, timeout=STARTUP_TIMEOUT)
+        if done.returncode != 0:
+            raise PostgresUnavailable(f"{tool} failed ({done.returncode}): {done.stderr.strip() or done.stdout.strip()}")
+
+    def start(self) -> LocalPostgres:
+        """initdb, start the server, wait until it answers, create the database.
+
+        Raises:
+            PostgresUnavailable: A step failed (the message carries PostgreSQL's own words).
+        """
+        if self._as_postgres:
+            entry = pwd.getpwnam("postgres")
+            os.chown(self.root, entry.pw_uid, entry.pw_gid)
+        self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", self.user, "-E", "UTF8", "--no-instructions")
+        self.port = _free_port()
+        log = (self.root / "postgres.log").open("ab")
+        self.proc = subprocess.Popen(
+            self._argv(
+                "postgres", "-D", str(self.data), "-p", str(self.port), "-k", str(self.root), "-h", "127.0.0.1",
+                "-c", "max_connections=200", "-c", "fsync=off",
+            ),
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        log.close()
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while True:
+            if self.proc.poll() is not None:
+                raise PostgresUnavailable(f"postgres exited with {self.proc.returncode}:\n{self.log_tail()}")
+            ready = subprocess.run(
+                [str(self.bin / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port), "-U", self.user],
+                capture_output=True, check=False,
+            )  # fmt: skip
+            if ready.returncode == 0:
+                break
+            if time.monotonic() > deadline:
+                raise PostgresUnavailable(f"postgres did not accept connections in {STARTUP_TIMEOUT:.0f} s:\n{self.log_tail()}")
+            time.sleep(0.2)
+        self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", self.user, self.database)
+        return self
+
+    def log_tail(self, lines: int = 20) -> str:
+        """The last lines of the server's log."""
+        log = self.root / "postgres.log"
+        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:]) if log.exists() else ""
+
+    def stop(self) -> None:
+        """Fast shutdown (SIGINT to the server), SIGKILL of its process group after 15 s; remove the folder."""
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGINT)  # postgres: fast shutdown
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+            except ProcessLookupError:
+                pass
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> LocalPostgres:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+
+if __name__ == "__main__":
+    with LocalPostgres() as pg:
+        print(f"PostgreSQL {pg.bin} running: FLUX_DATABASE_URL={pg.url}  (Ctrl-C stops it)", flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
