@@ -22,12 +22,14 @@ __all__ = [
     "CollectionNotFoundError",
     "ConfigurationError",
     "DuplicateIdError",
+    "EmbeddingFunctionError",
     "EmbeddingMismatchError",
     "FluxChromaError",
     "InvalidDocumentError",
     "InvalidNameError",
     "InvalidQueryError",
     "ModelNotAvailableError",
+    "NotChromaServerError",
     "OneOwnerError",
     "ServerStartError",
     "SourceChangedError",
@@ -112,6 +114,14 @@ class UnpinnedCollectionError(FluxChromaError):
     """The collection was created outside flux-chroma and carries no pin."""
 
 
+class EmbeddingFunctionError(FluxChromaError):
+    """The embedding function raised: a client-side failure, the server was not called.
+
+    Not retried (flux-chroma cannot tell a broken function from a flaky backend); the message
+    names the function and its error. Fix it (or its backend) and run the call again.
+    """
+
+
 class ModelNotAvailableError(FluxChromaError):
     """The embedding model's files are not available on this worker (never retried)."""
 
@@ -135,6 +145,13 @@ class ChromaUnavailableError(FluxChromaError):
 
 class ChromaRequestError(FluxChromaError):
     """The Chroma server rejected a request permanently (invalid argument, conflict, ...)."""
+
+
+class NotChromaServerError(ChromaRequestError):
+    """The URL answers HTTP, but not as a Chroma server (wrong port, a proxy, a static site).
+
+    Permanent (never retried): point ``url=`` / ``FLUX_CHROMA_URL`` at a ``chroma run`` server.
+    """
 
 
 _TRANSIENT_STATUS = {408, 425, 429, 500, 502, 503, 504}

@@ -25,6 +25,7 @@ from flux_chroma.pinning import Pin
 from flux_chroma.reader import query_collection
 from flux_chroma.task import ChromaTask, emit_progress
 from flux_chroma.validation import (
+    utf8_problem,
     validate_documents,
     validate_k,
     validate_questions,
@@ -273,6 +274,10 @@ async def _delete_documents(
         raise InvalidQueryError("delete_documents needs ids= or where= (refusing to delete everything).")
     if ids is not None and (not isinstance(ids, list) or not ids or not all(isinstance(i, str) and i for i in ids)):
         raise InvalidQueryError("ids= must be a non-empty list of non-empty strings.")
+    for i, rid in enumerate(ids or []):
+        problem = utf8_problem(rid)
+        if problem is not None:
+            raise InvalidQueryError(f"ids[{i}] {rid!r} {problem}; nothing was deleted.")
     validate_where(where)
     return await asyncio.to_thread(_delete_documents_sync, target, list(ids) if ids else None, where)
 

@@ -18,6 +18,7 @@ from flux_chroma.errors import DuplicateIdError, InvalidDocumentError, InvalidQu
 __all__ = [
     "RESERVED_PREFIX",
     "Document",
+    "utf8_problem",
     "validate_documents",
     "validate_k",
     "validate_metadata",
@@ -50,6 +51,26 @@ class Document:
     id: str
     text: str
     metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def utf8_problem(text: str) -> str | None:
+    """Why ``text`` cannot be sent as UTF-8 (a lone surrogate, ...), or ``None`` when it can.
+
+    Python strings may hold lone surrogates (``"\\ud800"``, e.g. from ``json.loads`` of a broken
+    escape); they cannot be encoded, and chromadb fails on them deep inside a request, after
+    earlier batches were written.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"holds {text[exc.start : exc.end]!r} at character {exc.start}, which is not valid UTF-8 ({exc.reason})"
+    return None
+
+
+def _utf8(text: str, error: type[InvalidDocumentError | InvalidQueryError], where: str) -> None:
+    problem = utf8_problem(text)
+    if problem is not None:
+        raise error(f"{where} {problem}; fix or drop the character (nothing was written).")
 
 
 def _scalar_ok(value: Any) -> bool:
@@ -101,6 +122,7 @@ def validate_metadata(metadata: Any, *, where: str) -> dict[str, Any]:
     for key, value in metadata.items():
         if not isinstance(key, str) or key == "":
             raise InvalidDocumentError(f"{where}: metadata keys must be non-empty strings, got {key!r}.")
+        _utf8(key, InvalidDocumentError, f"{where}: metadata key {key!r}")
         if key[0] in "#$":
             raise InvalidDocumentError(f"{where}: metadata key {key!r} must not start with '#' or '$'.")
         if key.startswith(RESERVED_PREFIX):
@@ -115,6 +137,9 @@ def validate_metadata(metadata: Any, *, where: str) -> dict[str, Any]:
                 raise InvalidDocumentError(
                     f"{where}: metadata[{key!r}] must be a list of str, int, float or bool of one type."
                 )
+            for i, item in enumerate(value):
+                if type(item) is str:
+                    _utf8(item, InvalidDocumentError, f"{where}: metadata[{key!r}][{i}]")
             clean[key] = list(value)
             continue
         if not _scalar_ok(value):
@@ -122,6 +147,8 @@ def validate_metadata(metadata: Any, *, where: str) -> dict[str, Any]:
                 f"{where}: metadata[{key!r}] is {_describe_bad_value(value)}; allowed: str, int, "
                 "float, bool, or a non-empty list of one of them."
             )
+        if type(value) is str:
+            _utf8(value, InvalidDocumentError, f"{where}: metadata[{key!r}]")
         clean[key] = value
     return clean
 
@@ -161,6 +188,7 @@ def validate_documents(docs: Any) -> list[Document]:
             raise InvalidDocumentError(f"{label}: 'id' must be a non-empty string, got {doc_id!r}.")
         if len(doc_id) > MAX_ID_LENGTH:
             raise InvalidDocumentError(f"{label}: 'id' is {len(doc_id)} characters; the limit is {MAX_ID_LENGTH}.")
+        _utf8(doc_id, InvalidDocumentError, f"{label}: 'id' {doc_id!r}")
         label = f"document {doc_id!r}"
         text = doc.get("text")
         if isinstance(text, (bytes, bytearray)):
@@ -169,13 +197,15 @@ def validate_documents(docs: Any) -> list[Document]:
             raise InvalidDocumentError(f"{label}: 'text' must be a string, got {type(text).__name__}.")
         if text.strip() == "":
             raise InvalidDocumentError(f"{label}: 'text' is empty or whitespace; nothing to embed.")
+        _utf8(text, InvalidDocumentError, f"document #{position} ({doc_id!r}): 'text'")
         if doc_id in seen:
             raise DuplicateIdError(
                 f"id {doc_id!r} appears twice in one call (documents #{seen[doc_id]} and "
                 f"#{position}); ids must be unique."
             )
         seen[doc_id] = position
-        out.append(Document(doc_id, text, validate_metadata(doc.get("metadata"), where=label)))
+        meta = validate_metadata(doc.get("metadata"), where=label)
+        out.append(Document(doc_id, text, meta))
     return out
 
 
@@ -292,4 +322,5 @@ def validate_questions(questions: Any) -> tuple[list[str], bool]:
             raise InvalidQueryError(f"question #{i} must be a string, got {type(text).__name__}.")
         if text.strip() == "":
             raise InvalidQueryError(f"question #{i} is empty or whitespace.")
+        _utf8(text, InvalidQueryError, f"question #{i}")
     return list(items), single

@@ -49,6 +49,7 @@ TESTS_DIR = Path(__file__).resolve().parent
 HANG_GUARD = 180.0  # seconds; only stops a broken test from hanging, never a pass criterion
 MARK = "@@FC "  # prefix of protocol lines on a worker's stdout (Flux logs go there too)
 GATE_DIR_ENV, GATE_TEXT_ENV = "FC_TEST_GATE_DIR", "FC_TEST_GATE_TEXT"
+FAIL_TEXT_ENV = "FC_TEST_FAIL_TEXT"  # HashEmbedding raises on a text starting with this
 
 
 # --------------------------------------------------------------------- embedding function
@@ -58,7 +59,8 @@ GATE_DIR_ENV, GATE_TEXT_ENV = "FC_TEST_GATE_DIR", "FC_TEST_GATE_TEXT"
 class HashEmbedding(EmbeddingFunction[Documents]):
     """Deterministic unit vectors from SHA-256 of the text (equal texts, equal vectors).
 
-    Gate: when ``$FC_TEST_GATE_DIR`` is set and a text starts with ``$FC_TEST_GATE_TEXT``, the
+    Failure switch: a text starting with ``$FC_TEST_FAIL_TEXT`` makes the call raise (a broken
+    embedding backend). Gate: when ``$FC_TEST_GATE_DIR`` is set and a text starts with ``$FC_TEST_GATE_TEXT``, the
     first such call creates ``reached`` in that folder and blocks until ``release`` exists.
 
     Args:
@@ -70,6 +72,9 @@ class HashEmbedding(EmbeddingFunction[Documents]):
 
     def __call__(self, input: Documents) -> Embeddings:
         _gate(input)
+        broken = os.environ.get(FAIL_TEXT_ENV)
+        if broken and any(t.startswith(broken) for t in input):
+            raise RuntimeError("embedding backend down (test switch FC_TEST_FAIL_TEXT)")
         return [self.vector(text) for text in input]
 
     def vector(self, text: str) -> np.ndarray:

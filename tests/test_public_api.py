@@ -41,10 +41,12 @@ EXPECTED = {
     "InvalidQueryError",
     "CollectionNotFoundError",
     "EmbeddingMismatchError",
+    "EmbeddingFunctionError",
     "UnpinnedCollectionError",
     "ModelNotAvailableError",
     "ChromaUnavailableError",
     "ChromaRequestError",
+    "NotChromaServerError",
     "ServerStartError",
     "SourceChangedError",
 }

@@ -18,7 +18,7 @@ from flux_chroma.embedding.fast_default import (
     local_model_dir,
 )
 from flux_chroma.embedding.identity import compute_fingerprint
-from flux_chroma.errors import InvalidDocumentError
+from flux_chroma.errors import EmbeddingFunctionError, FluxChromaError, InvalidDocumentError
 
 __all__ = ["CachingEmbedder", "EmbedResult"]
 
@@ -45,6 +45,16 @@ class EmbedResult:
     truncated: int = 0
     truncated_indices: tuple[int, ...] = ()
     truncation_checked: bool = False
+
+
+def _ef_label(ef: Any) -> str:
+    """``ClassName ('registry-name')`` of an embedding function, for messages."""
+    try:
+        name = ef.name()
+    except Exception:  # noqa: BLE001 - legacy functions have no name()
+        name = None
+    kind = type(ef).__name__
+    return f"{kind} ({name!r})" if isinstance(name, str) and name != kind else kind
 
 
 class CachingEmbedder:
@@ -109,6 +119,7 @@ class CachingEmbedder:
             InvalidDocumentError: A text is not a string, or the function returned a vector of
                 the wrong dimension or with NaN/inf values (the message names the position).
             ModelNotAvailableError: A local model's files are missing (checked before any call).
+            EmbeddingFunctionError: The embedding function raised (named in the message).
         """
         items = list(texts)
         for i, text in enumerate(items):
@@ -159,9 +170,18 @@ class CachingEmbedder:
         )
 
     def _compute(self, texts: list[str]) -> list[Any]:
-        if isinstance(self.ef, FastDefaultEmbedding):
-            return list(self.ef.embed(texts))
-        return list(self.ef(texts))
+        try:
+            if isinstance(self.ef, FastDefaultEmbedding):
+                return list(self.ef.embed(texts))
+            return list(self.ef(texts))
+        except FluxChromaError:
+            raise
+        except Exception as exc:
+            raise EmbeddingFunctionError(
+                f"the embedding function {_ef_label(self.ef)} raised {type(exc).__name__}: {exc} "
+                f"while embedding {len(texts)} text(s); the Chroma server was not called for "
+                "them. Fix the embedding function or its backend, then run the call again."
+            ) from exc
 
     @staticmethod
     def _validate(

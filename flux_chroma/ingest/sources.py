@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from flux_chroma.errors import ConfigurationError, InvalidDocumentError, SourceChangedError
-from flux_chroma.validation import validate_metadata
+from flux_chroma.validation import utf8_problem, validate_metadata
 
 __all__ = ["Unit", "register_loader", "normalize_source", "iter_units", "BUILTIN_KINDS", "Loader"]
 
@@ -200,6 +200,10 @@ def _record_unit(src: dict[str, Any], record: Any, cursor: int, label: str) -> U
     text = record.get(src["text_field"])
     if not isinstance(text, str):
         raise InvalidDocumentError(f"source {src['id']!r}: {label} (id {doc_id!r}) has no string {src['text_field']!r} field.")
+    for what, value in (("id", doc_id), ("text", text)):
+        problem = utf8_problem(value)
+        if problem is not None:
+            raise InvalidDocumentError(f"source {src['id']!r}: {label} (id {doc_id!r}): {what} {problem}.")
     metadata = validate_metadata(record.get(src["metadata_field"]), where=f"source {src['id']!r} {label} (id {doc_id!r})")
     return Unit(doc_id, text, metadata, cursor, label)
 
