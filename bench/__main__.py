@@ -30,6 +30,7 @@ _SAMPLE_FLAGS = (
     "queries",
     "reps",
     "scale_docs",
+    "serve_calls",
 )
 
 
@@ -52,7 +53,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     p.add_argument("--quick", action="store_true", help="small sizes and samples, for iterating")
     p.add_argument(
-        "--rows", type=_ints, default=(1, 2, 3, 4, 5, 6, 7), help="rows to run (default all)"
+        "--rows", type=_ints, default=(1, 2, 3, 4, 5, 6, 7, 8), help="rows to run (default all)"
     )
     p.add_argument("--out", type=Path, default=_DEFAULT_OUT, help="markdown report path")
     p.add_argument(
@@ -139,6 +140,7 @@ def _run_rows(b: object) -> None:
     from bench.rows_ingest import run_row2, run_row3, run_row4
     from bench.rows_procs import run_row6, run_row7
     from bench.rows_query import run_row5
+    from bench.rows_serving import run_row8
 
     assert isinstance(b, Bench)
     # Row 4 runs before row 2: its largest first ingest fills the cache row 2 starts warm.
@@ -150,6 +152,7 @@ def _run_rows(b: object) -> None:
         (5, lambda: run_row5(b)),
         (6, lambda: run_row6(b)),
         (7, lambda: run_row7(b)),
+        (8, lambda: run_row8(b)),
     ]
     for row, step in steps:
         if row in b.plan.rows:

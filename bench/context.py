@@ -34,6 +34,7 @@ class Plan:
         reps: Row 2: repetitions per size (each flux + raw, order alternating).
         scale_docs: Row 7: documents per configuration.
         procs: Row 7: process counts.
+        serve_calls: Row 8: timed calls per served workflow.
         quick: Quick mode.
     """
 
@@ -47,6 +48,7 @@ class Plan:
     reps: int = 3
     scale_docs: int = 3000
     procs: tuple[int, ...] = (1, 2, 4)
+    serve_calls: int = 30
     quick: bool = False
 
     @classmethod
@@ -62,6 +64,7 @@ class Plan:
             queries=30,
             reps=2,
             scale_docs=min(600, max(sizes)),
+            serve_calls=10,
             quick=True,
         )
 

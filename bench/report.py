@@ -18,6 +18,7 @@ ROW_TITLES = {
     5: "Query task in a workflow vs raw collection.query",
     6: "Ingestion job: Flux state and peak RSS",
     7: "Multi-process ingest against one server",
+    8: "Query serving through a Flux server and worker, both runners",
 }
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-ROWS = {1, 2, 3, 4, 5, 6, 7}
+ROWS = {1, 2, 3, 4, 5, 6, 7, 8}
 
 
 @pytest.mark.slow
@@ -25,7 +25,8 @@ def test_tiny_benchmark_run_fills_every_row(tmp_path: Path) -> None:
     command = [
         sys.executable, "-m", "bench", "--sizes", "100", "--quick", "--embed-sample", "12",
         "--flops-sample", "20", "--naive-sample", "6", "--naive-batch", "3", "--queries", "4",
-        "--reps", "1", "--scale-docs", "24", "--procs", "1,2", "--out", str(out),
+        "--reps", "1", "--scale-docs", "24", "--procs", "1,2", "--serve-calls", "2",
+        "--out", str(out),
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FLUX_", "CHROMA_"))}
     env["FLUX_LOG_LEVEL"] = "WARNING"
@@ -45,6 +46,7 @@ def test_tiny_benchmark_run_fills_every_row(tmp_path: Path) -> None:
     assert by_metric[(1, "max abs vector difference")]["value"] <= 1e-5
     row7 = [r for r in results if r["row"] == 7]
     assert len(row7) == 4  # 1 and 2 processes, cold and warm cache
+    assert len([r for r in results if r["row"] == 8]) == 4  # three workflows + the goal
 
     text = out.read_text()
     machine = data["meta"]["machine"]

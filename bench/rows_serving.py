@@ -1,0 +1,98 @@
+"""Row 8: query serving through a real Flux server and worker, on both runners.
+
+Six workflows (``bench/serving/``): a bare one in a module importing only Flux, a no-op in a
+module importing flux_chroma, and the ``query`` task; each on Flux's default runner (a fresh
+process per execution) and on ``runner="inprocess"``. Each call is a ``POST
+/workflows/serve/{name}/run/sync`` timed from this process, the six interleaved per question.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from bench.context import TENANT, Bench
+from bench.flux_stack import FluxStack
+from bench.report import Result, fmt, judge
+from bench.rows_query import _populate, _questions
+from bench.timing import median, percentile
+
+__all__ = ["run_row8", "SERVING_COMMAND"]
+
+SERVING_COMMAND = "bash scripts/bench.sh --rows 8 --sizes 1000"
+_HERE = Path(__file__).resolve().parent / "serving"
+_WARMUP = 2
+_GOAL_MS = 10.0
+_SIDES = (
+    ("bare", "bare workflow (imports Flux only)"),
+    ("noop", "no-op workflow importing flux_chroma"),
+    ("ask", "query task"),
+)
+
+
+def _time_call(stack: FluxStack, name: str, payload: dict[str, object]) -> float:
+    start = time.perf_counter()
+    execution = stack.run_sync(f"serve/{name}", payload)
+    seconds = time.perf_counter() - start
+    if execution.get("state") != "COMPLETED":
+        raise RuntimeError(f"row 8: serve/{name} ended {execution.get('state')}: {execution!r}")
+    return seconds
+
+
+def run_row8(b: Bench) -> None:
+    """Row 8: p50/p95 of query serving through Flux, per workflow and runner."""
+    size = min(b.plan.sizes)
+    name = _populate(b, size)
+    calls = b.plan.serve_calls
+    questions = _questions(b, size, calls + _WARMUP)
+    names = [f"{side}{suffix}" for side, _ in _SIDES for suffix in ("", "_inprocess")]
+    times: dict[str, list[float]] = {n: [] for n in names}
+    with FluxStack(b.ws.work / "serving", chroma_url=b.url) as stack:
+        for module in ("bare.py", "chroma.py"):
+            stack.register(_HERE / module)
+        for i, question in enumerate(questions):
+            payload = {"tenant": TENANT, "collection": name, "question": question, "k": 5}
+            order = names if i % 2 == 0 else names[::-1]
+            for n in order:
+                seconds = _time_call(stack, n, payload)
+                if i >= _WARMUP:
+                    times[n].append(seconds)
+    ms = 1000.0
+    where = f"{size:,} chunks, {calls} calls each"
+    for side, label in _SIDES:
+        sub, inproc = times[side], times[f"{side}_inprocess"]
+        b.report.add(
+            Result(8, f"{label}, in-process runner, p50", where, ms * median(inproc), " ms", "",
+                   "info",
+                   f"p95 {fmt(ms * percentile(inproc, 95))} ms; default runner p50 "
+                   f"{fmt(ms * median(sub))} ms, p95 {fmt(ms * percentile(sub, 95))} ms "
+                   f"({fmt(median(sub) / median(inproc))}x the in-process p50)")
+        )  # fmt: skip
+    added = ms * (median(times["ask_inprocess"]) - median(times["noop_inprocess"]))
+    b.report.add(
+        Result(8, "query task over the no-op workflow, in-process p50", where, added, " ms",
+               f"<= {fmt(_GOAL_MS)} ms", judge(added, "<=", _GOAL_MS, unit=" ms"),
+               f"default runner: {fmt(ms * (median(times['ask']) - median(times['noop'])))} ms")
+    )  # fmt: skip
+    b.report.note(
+        8,
+        (
+            "- A real `flux start server` (SQLite state) and one `flux start worker` on this host, "
+            "started by `bench/flux_stack.py`; the Chroma server is the harness's. Six workflows "
+            "(`bench/serving/`): `bare` in a module importing only Flux, `noop` in a module "
+            "importing flux_chroma, `ask` running the `query` task (k=5, the fast default model, "
+            f"a collection of {size:,} corpus chunks), each declared on Flux's default runner "
+            'and with `runner="inprocess"`. Per question the six run one after another (order '
+            "reversed every other question), each a `POST .../run/sync` timed from the harness: "
+            "the full round trip through the server and the worker. "
+            f"{_WARMUP} warm-up questions are not counted."
+        ),
+        (
+            "- The default runner starts a fresh Python process per execution, which imports the "
+            "workflow module (and with it flux_chroma, chromadb) and loads the model every time; "
+            "the in-process runner keeps them loaded in the worker. That is why "
+            "`examples/distributed/workflows.py` serves `kb/ask` and `kb/collections` in-process "
+            "and keeps ingestion isolated (docs/deployment.md)."
+        ),
+        f"- Reproduce this row alone: `{SERVING_COMMAND}`.",
+    )
