@@ -8,8 +8,11 @@ Data flows: connection -> naming/tenancy -> pinning -> embedding (+ cache) ->
 write/query -> plain JSON results.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from flux_chroma._version import __version__
-from flux_chroma.embedding import EmbeddingCache, FastDefaultEmbedding
 from flux_chroma.errors import (
     ChromaRequestError,
     ChromaUnavailableError,
@@ -52,6 +55,19 @@ from flux_chroma.tasks import (
     list_collections,
     query,
 )
+
+if TYPE_CHECKING:
+    from flux_chroma.embedding import EmbeddingCache, FastDefaultEmbedding
+
+_LAZY = ("FastDefaultEmbedding", "EmbeddingCache")  # chromadb, onnxruntime, numpy, diskcache
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from flux_chroma import embedding
+
+        return getattr(embedding, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "__version__",

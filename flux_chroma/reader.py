@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from flux_chroma.collections import Resolved, Target, with_collection
-from flux_chroma.embedding.embedder import CachingEmbedder
 from flux_chroma.validation import RESERVED_PREFIX
 
 __all__ = ["Hit", "public_metadata", "query_collection"]
@@ -75,6 +74,8 @@ def query_collection(
     """
 
     def run(resolved: Resolved) -> tuple[list[list[Hit]], dict[str, Any]]:
+        from flux_chroma.embedding.embedder import CachingEmbedder
+
         embedder = CachingEmbedder(
             resolved.ef,
             cache=cache,

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flux_chroma.collections import Resolved, Target, with_collection
-from flux_chroma.embedding.embedder import CachingEmbedder
 from flux_chroma.validation import Document
 
 __all__ = ["HASH_KEY", "WriteOptions", "content_hash", "write_documents"]
@@ -97,6 +96,8 @@ def _write_batch(resolved: Resolved, docs: Sequence[Document], opts: WriteOption
         metadatas.append(meta)
     if not todo:
         return
+    from flux_chroma.embedding.embedder import CachingEmbedder
+
     embedder = CachingEmbedder(resolved.ef, cache=opts.cache, digest=resolved.pin.fingerprint.digest, dimension=resolved.pin.dimension)
     result = embedder.embed([d.text for d in todo])
     tally.hits += result.hits

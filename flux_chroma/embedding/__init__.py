@@ -9,27 +9,79 @@
 * :class:`CachingEmbedder`: embed through the cache, with validation and truncation counts.
 """
 
-from flux_chroma.embedding.cache import CACHE_DIR_ENV, CacheStats, EmbeddingCache, default_cache_dir
-from flux_chroma.embedding.embedder import CachingEmbedder, EmbedResult
-from flux_chroma.embedding.fast_default import (
-    MAX_TOKENS,
-    MODEL_DIR_ENV,
-    MODEL_FILES,
-    FastDefaultEmbedding,
-    chroma_default_model_dir,
-    ensure_model_available,
-    local_model_dir,
-)
-from flux_chroma.embedding.identity import (
-    CANARY_TEXTS,
-    DEFAULT_TOLERANCE,
-    Fingerprint,
-    clear_fingerprint_cache,
-    compute_fingerprint,
-    ef_identity,
-    fingerprint_from_vectors,
-    fingerprints_match,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from flux_chroma.embedding.cache import (
+        CACHE_DIR_ENV,
+        CacheStats,
+        EmbeddingCache,
+        default_cache_dir,
+    )
+    from flux_chroma.embedding.embedder import CachingEmbedder, EmbedResult
+    from flux_chroma.embedding.fast_default import (
+        MAX_TOKENS,
+        MODEL_DIR_ENV,
+        MODEL_FILES,
+        FastDefaultEmbedding,
+        chroma_default_model_dir,
+        ensure_model_available,
+        local_model_dir,
+    )
+    from flux_chroma.embedding.identity import (
+        CANARY_TEXTS,
+        DEFAULT_TOLERANCE,
+        Fingerprint,
+        clear_fingerprint_cache,
+        compute_fingerprint,
+        ef_identity,
+        fingerprint_from_vectors,
+        fingerprints_match,
+    )
+
+# Imported on first use: the model code needs chromadb and onnxruntime, the cache diskcache
+# and numpy, and a workflow module that only declares tasks needs none of them.
+_HOMES = {
+    "cache": ("CACHE_DIR_ENV", "CacheStats", "EmbeddingCache", "default_cache_dir"),
+    "embedder": ("CachingEmbedder", "EmbedResult"),
+    "fast_default": (
+        "MAX_TOKENS",
+        "MODEL_DIR_ENV",
+        "MODEL_FILES",
+        "FastDefaultEmbedding",
+        "chroma_default_model_dir",
+        "ensure_model_available",
+        "local_model_dir",
+    ),
+    "identity": (
+        "CANARY_TEXTS",
+        "DEFAULT_TOLERANCE",
+        "Fingerprint",
+        "clear_fingerprint_cache",
+        "compute_fingerprint",
+        "ef_identity",
+        "fingerprint_from_vectors",
+        "fingerprints_match",
+    ),
+}
+_MODULE_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_MODULE_OF])
+
 
 __all__ = [
     "CACHE_DIR_ENV",

@@ -31,17 +31,13 @@ import json
 import math
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
-
-from flux_chroma.embedding.fast_default import (
-    FastDefaultEmbedding,
-    ensure_model_available,
-    local_model_dir,
-)
 from flux_chroma.errors import InvalidDocumentError
+
+if TYPE_CHECKING:  # numpy and the model code load when a fingerprint is computed
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = [
     "CANARY_TEXTS",
@@ -191,6 +187,8 @@ def fingerprints_match(
 
 def _signs(length: int) -> npt.NDArray[np.float64]:
     """A fixed (_PROBES, length) matrix of +/-1 derived from SHA-256 (platform-independent)."""
+    import numpy as np
+
     cached = _SIGN_BYTES.get(length)
     if cached is None:
         need = (_PROBES * length + 7) // 8
@@ -216,6 +214,8 @@ def fingerprint_from_vectors(vectors: npt.ArrayLike) -> Fingerprint:
     Raises:
         InvalidDocumentError: The vectors are not a finite 2-D array of the expected shape.
     """
+    import numpy as np
+
     matrix = np.asarray(vectors, dtype=np.float64)
     if matrix.ndim != 2 or matrix.shape[0] != len(CANARY_TEXTS) or matrix.shape[1] < 1:
         raise InvalidDocumentError(
@@ -241,6 +241,8 @@ _CACHE_LOCK = threading.Lock()
 
 def _cache_key(ef: Any) -> str | None:
     """A per-process cache key, or None when the identity does not pin the behaviour."""
+    from flux_chroma.embedding.fast_default import local_model_dir
+
     identity = ef_identity(ef)
     cls = type(ef)
     if identity["name"] == f"{cls.__module__}.{cls.__qualname__}":
@@ -270,6 +272,10 @@ def compute_fingerprint(ef: Any, *, use_cache: bool = True) -> Fingerprint:
         ModelNotAvailableError: The model files of a local ONNX function are missing.
         InvalidDocumentError: The function returned malformed or non-finite vectors.
     """
+    import numpy as np
+
+    from flux_chroma.embedding.fast_default import FastDefaultEmbedding, ensure_model_available
+
     ensure_model_available(ef)
     key = _cache_key(ef) if use_cache else None
     if key is not None:
