@@ -14,7 +14,7 @@ Runners: ``ingest`` keeps Flux's default runner, a fresh process per execution (
 leak in one ingestion cannot take the worker down). ``ask`` and ``collections`` are
 latency-critical and declare ``runner="inprocess"``: they run on the worker's own event loop,
 where flux-chroma, the Chroma client and the model stay loaded between executions (about
-0.1 s per question instead of about 1.3 s). See docs/deployment.md for the trade-off.
+1 s less per question; row 8 of docs/benchmarks.md). See docs/deployment.md for the trade-off.
 
 Definitions only: Flux re-executes this module when it registers or runs a workflow.
 """
