@@ -33,6 +33,7 @@ from flux_chroma.errors import (
     TenantError,
     UnpinnedCollectionError,
 )
+from flux_chroma.flux_state import install as _install_flux_state
 from flux_chroma.ingest import (
     IngestJob,
     MigrationSpec,
@@ -114,3 +115,5 @@ __all__ = [
     "ServerStartError",
     "SourceChangedError",
 ]
+
+_install_flux_state()  # ./.flux created when Flux first opens it; Flux's INFO lines quiet

@@ -17,7 +17,7 @@ HANG_GUARD = 300  # seconds; only stops a broken test from hanging
 
 def run_example(name: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """Run an example the way a user would: plain environment, from some working directory."""
-    env = {k: v for k, v in os.environ.items() if k not in ("FLUX_HOME", "FLUX_DATABASE_URL", "FLUX_CHROMA_URL")}
+    env = {k: v for k, v in os.environ.items() if k not in ("FLUX_HOME", "FLUX_DATABASE_URL", "FLUX_CHROMA_URL", "FLUX_LOG_LEVEL")}
     return subprocess.run(
         [sys.executable, str(ROOT / "examples" / name)],
         check=False, capture_output=True, text=True, env=env, cwd=cwd, timeout=HANG_GUARD,
@@ -34,6 +34,7 @@ def test_quickstart_prints_chroma_first(tmp_path: Path) -> None:
     assert len(ranked) == 3
     assert ranked[0].startswith("1. ChromaDB is an embedding database.")
     assert list(tmp_path.iterdir()) == []  # Flux state and Chroma data lived in a temporary folder
+    assert " - INFO - " not in done.stdout + done.stderr  # Flux's own log lines stay quiet
 
 
 def test_multi_tenant_kb_shows_isolation(tmp_path: Path) -> None:

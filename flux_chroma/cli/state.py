@@ -3,7 +3,8 @@
 Flux keeps executions in ``database_url``, which defaults to ``sqlite:///.flux/flux.db``
 relative to the current directory; ``FLUX_HOME`` alone does not move it. :func:`flux_home`
 resolves one home folder and points both ``home`` and ``database_url`` at it, for the
-duration of a ``with`` block.
+duration of a ``with`` block. The folder itself is created when Flux first opens its
+database (the one rule for every entry point: :mod:`flux_chroma.flux_state`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from flux_chroma.flux_state import quiet_flux_logs
 
 __all__ = ["DEFAULT_FLUX_HOME", "flux_home", "quiet_flux_logs", "resolve_flux_home"]
 
@@ -36,23 +39,6 @@ def resolve_flux_home(option: str | os.PathLike[str] | None) -> Path | None:
     return Path(os.environ.get("FLUX_HOME") or DEFAULT_FLUX_HOME).expanduser().resolve()
 
 
-def quiet_flux_logs() -> None:
-    """Default Flux's log level to WARNING and send its log lines to stderr, not stdout.
-
-    Flux logs to stdout, which would corrupt ``--json`` output. ``FLUX_LOG_LEVEL`` still
-    wins when set.
-    """
-    import logging
-    import sys
-
-    level = (os.environ.get("FLUX_LOG_LEVEL") or "WARNING").upper()
-    logger = logging.getLogger("flux")
-    logger.setLevel(level if level in logging.getLevelNamesMapping() else "WARNING")
-    for handler in logger.handlers:
-        if isinstance(handler, logging.StreamHandler) and handler.stream is sys.stdout:
-            handler.setStream(sys.stderr)
-
-
 @contextmanager
 def flux_home(option: str | os.PathLike[str] | None = None) -> Iterator[Path | None]:
     """Run the block with Flux's home and SQLite database in one folder.
@@ -70,7 +56,6 @@ def flux_home(option: str | os.PathLike[str] | None = None) -> Iterator[Path | N
     if home is None:
         yield None
         return
-    home.mkdir(parents=True, exist_ok=True)
     config = Configuration.get()
     config.override(home=str(home), database_url=f"sqlite:///{home / 'flux.db'}")
     try:
