@@ -33,6 +33,11 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from flux_chroma.embedding.fingerprint_store import (
+    load_fingerprint,
+    model_files_key,
+    save_fingerprint,
+)
 from flux_chroma.errors import InvalidDocumentError
 
 if TYPE_CHECKING:  # numpy and the model code load when a fingerprint is computed
@@ -259,11 +264,15 @@ def compute_fingerprint(ef: Any, *, use_cache: bool = True) -> Fingerprint:
     """Embed the canary texts with ``ef`` and fingerprint the result.
 
     Computed once per process per class, identity and model folder (legacy functions without
-    ``name()`` are not cached).
+    ``name()`` are not cached). For functions backed by local model files the result is also
+    persisted on this host, keyed by those files' identity (size, times, inode, versions), so
+    a later process checks a pin without loading the model
+    (:mod:`flux_chroma.embedding.fingerprint_store`).
 
     Args:
         ef: A Chroma embedding function (anything callable on a list of strings).
-        use_cache: Reuse a fingerprint computed earlier in this process.
+        use_cache: Reuse a fingerprint computed earlier in this process or, for the same
+            model files, persisted on this host.
 
     Returns:
         The fingerprint.
@@ -283,6 +292,14 @@ def compute_fingerprint(ef: Any, *, use_cache: bool = True) -> Fingerprint:
             found = _CACHE.get(key)
         if found is not None:
             return found
+    files_key = model_files_key(ef) if use_cache else None
+    if files_key is not None:
+        stored = load_fingerprint(files_key)
+        if stored is not None:  # these exact model files were fingerprinted on this host
+            if key is not None:
+                with _CACHE_LOCK:
+                    _CACHE[key] = stored
+            return stored
     if isinstance(ef, FastDefaultEmbedding):
         vectors: Any = ef.embed(CANARY_TEXTS)
     else:
@@ -296,6 +313,8 @@ def compute_fingerprint(ef: Any, *, use_cache: bool = True) -> Fingerprint:
     if key is not None:
         with _CACHE_LOCK:
             _CACHE[key] = result
+    if files_key is not None:
+        save_fingerprint(files_key, result)
     return result
 
 
