@@ -122,10 +122,10 @@ def scale(params: dict[str, Any]) -> dict[str, Any]:
     from bench.corpus import load_docs
     from bench.flows import corpus_ingest_wf
     from bench.timing import run_timed
-    from flux_chroma.collections import Target, open_collection
+    from flux_chroma.chroma.collections import Target, open_collection
+    from flux_chroma.chroma.naming import Namespace
+    from flux_chroma.chroma.settings import ConnectionSettings
     from flux_chroma.embedding import FastDefaultEmbedding, compute_fingerprint
-    from flux_chroma.naming import Namespace
-    from flux_chroma.settings import ConnectionSettings
 
     inp = params["input"]
     load_docs(params["corpus"], 0, 1)

@@ -121,12 +121,12 @@ _PHASES = (
     ("upsert (server insert)", "models/Collection.py", "upsert"),
     ("Flux task ids (hashing the arguments)", "flux/task.py", "_compute_task_id"),
     ("Flux checkpoints (event-log writes)", "flux/workflow.py", "_save"),
-    ("document validation", "flux_chroma/validation.py", "validate_documents"),
+    ("document validation", "flux_chroma/tasks/validation.py", "validate_documents"),
     ("get of the batch's ids (unchanged check)", "models/Collection.py", "get"),
     ("embedding-cache lookups", "embedding/cache.py", "get_many"),
     ("token counting (truncation report)", "embedding/fast_default.py", "token_counts"),
-    ("content hashes", "flux_chroma/writer.py", "content_hash"),
-    ("collection resolution and pin check", "flux_chroma/collections.py", "_open"),
+    ("content hashes", "flux_chroma/tasks/writer.py", "content_hash"),
+    ("collection resolution and pin check", "flux_chroma/chroma/collections.py", "_open"),
     ("corpus slice read from memory (bench)", "bench/corpus.py", "load_docs"),
 )
 

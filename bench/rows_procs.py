@@ -167,9 +167,9 @@ def _explain_rss(b: Bench, rss: list[tuple[int, float]], mems: list[dict[str, fl
 
 def _scale_run(b: Bench, procs: int, mode: str) -> dict[str, Any]:
     """Ingest ``scale_docs`` chunks with ``procs`` processes at once into a fresh collection."""
-    from flux_chroma.collections import Target, open_collection
-    from flux_chroma.naming import Namespace
-    from flux_chroma.settings import ConnectionSettings
+    from flux_chroma.chroma.collections import Target, open_collection
+    from flux_chroma.chroma.naming import Namespace
+    from flux_chroma.chroma.settings import ConnectionSettings
 
     n = b.plan.scale_docs
     name = f"r7-{mode}-{procs}"

@@ -13,6 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from flux_chroma._version import __version__
+from flux_chroma.chroma.server import ChromaServer
+from flux_chroma.chroma.settings import ConnectionSettings
 from flux_chroma.errors import (
     ChromaRequestError,
     ChromaUnavailableError,
@@ -45,17 +47,15 @@ from flux_chroma.ingest import (
     run_ingest_tenants,
     run_migration,
 )
-from flux_chroma.options import ChromaOptions
-from flux_chroma.server import ChromaServer
-from flux_chroma.settings import ConnectionSettings
-from flux_chroma.task import ChromaTask
-from flux_chroma.tasks import (
+from flux_chroma.tasks.builtin import (
     delete_collection,
     delete_documents,
     embed_and_add,
     list_collections,
     query,
 )
+from flux_chroma.tasks.options import ChromaOptions
+from flux_chroma.tasks.task import ChromaTask
 
 if TYPE_CHECKING:
     from flux_chroma.embedding import EmbeddingCache, FastDefaultEmbedding

@@ -19,7 +19,7 @@ from typing import Any
 from flux import ExecutionContext, workflow
 
 from flux_chroma.errors import FluxChromaError
-from flux_chroma.tasks import embed_and_add, query
+from flux_chroma.tasks.builtin import embed_and_add, query
 
 __all__ = ["TENANT", "COLLECTION", "DOCS", "QUESTION", "DemoResult", "ingest", "search", "run_demo", "main"]
 
@@ -105,7 +105,7 @@ def _server(url: str | None, workdir: Path) -> Iterator[tuple[str, int | None, s
     if url:
         yield url, None, None
         return
-    from flux_chroma.server import ChromaServer
+    from flux_chroma.chroma.server import ChromaServer
 
     with ChromaServer(workdir / "chroma-data", port=0) as server:
         yield server.url, server.pid, str(server.path)

@@ -20,10 +20,10 @@ os.environ.setdefault("FLUX_LOG_LEVEL", "WARNING")
 os.environ["FLUX_CHROMA_CACHE_DIR"] = str(_STATE / "embedding-cache")
 (_STATE / "flux-home").mkdir(parents=True, exist_ok=True)
 
-import pytest  # noqa: E402
+import pytest
 
-from flux_chroma import ChromaServer  # noqa: E402
-from flux_chroma.embedding import chroma_default_model_dir  # noqa: E402
+from flux_chroma import ChromaServer
+from flux_chroma.embedding import chroma_default_model_dir
 
 STATE_DIR = _STATE
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import chromadb
+from workflows import ingest_wf, query_wf
 
 from flux_chroma import ChromaServer
-from workflows import ingest_wf, query_wf
 
 DOCS = [{"id": f"w{i}", "text": f"wipe scenario document {i} about topic {i % 7}"} for i in range(60)]
 

@@ -18,6 +18,8 @@ import httpx
 import pytest
 
 from flux_chroma import ChromaServer
+from flux_chroma.chroma.pinning import PIN_KEY
+from flux_chroma.cli.doctor import _satisfies
 from flux_chroma.cli.host_checks import (
     ALLOW_MARKER,
     check_filesystems,
@@ -25,7 +27,6 @@ from flux_chroma.cli.host_checks import (
     filesystem_type,
 )
 from flux_chroma.cli.support import ExitCode, exit_code_for
-from flux_chroma.cli.doctor import _satisfies
 from flux_chroma.errors import (
     ChromaUnavailableError,
     CollectionNotFoundError,
@@ -34,7 +35,6 @@ from flux_chroma.errors import (
     OneOwnerError,
     TenantError,
 )
-from flux_chroma.pinning import PIN_KEY
 
 HANG_GUARD = 120  # seconds; only stops a broken test from hanging
 

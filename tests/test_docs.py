@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 import flux_chroma
-from flux_chroma.options import ChromaOptions
-from flux_chroma.task import FLUX_OPTION_NAMES
+from flux_chroma.tasks.options import ChromaOptions
+from flux_chroma.tasks.task import FLUX_OPTION_NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"

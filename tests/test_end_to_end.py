@@ -77,12 +77,12 @@ def test_two_os_processes_see_each_others_writes_immediately(tenant: str, url: s
     script = textwrap.dedent(
         """
         import asyncio, json, sys
-        from flux_chroma.collections import Target
-        from flux_chroma.naming import Namespace
-        from flux_chroma.reader import query_collection
-        from flux_chroma.settings import ConnectionSettings
-        from flux_chroma.validation import validate_documents
-        from flux_chroma.writer import WriteOptions, write_documents
+        from flux_chroma.chroma.collections import Target
+        from flux_chroma.chroma.naming import Namespace
+        from flux_chroma.tasks.reader import query_collection
+        from flux_chroma.chroma.settings import ConnectionSettings
+        from flux_chroma.tasks.validation import validate_documents
+        from flux_chroma.tasks.writer import WriteOptions, write_documents
 
         url, tenant, me, other = sys.argv[1:5]
         target = Target(ConnectionSettings(url), Namespace(tenant), "shared")

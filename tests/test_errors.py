@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from flux.domain.events import ExecutionEventType
 from flux.utils import FluxEncoder
+from workflows import ingest_wf, query_wf
 
 import flux_chroma
 from flux_chroma import errors as E
-from flux_chroma.settings import ConnectionSettings
-from workflows import ingest_wf, query_wf
+from flux_chroma.chroma.settings import ConnectionSettings
 
 GOOD = {"id": "a", "text": "hello"}
 
@@ -130,7 +130,7 @@ def test_unknown_task_option_is_named() -> None:
 
 
 def test_numpy_metadata_is_rejected_with_a_hint(tenant: str) -> None:
-    from flux_chroma.validation import validate_documents
+    from flux_chroma.tasks.validation import validate_documents
 
     with pytest.raises(E.InvalidDocumentError, match="numpy"):
         validate_documents([{"id": "x", "text": "t", "metadata": {"n": np.int64(3)}}])

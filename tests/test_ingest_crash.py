@@ -22,7 +22,7 @@ import pytest
 from ingest_workflows import embedded_texts
 
 from flux_chroma.ingest import IngestJob, build_plan, ingest_execution_id, read_batch
-from flux_chroma.writer import content_hash
+from flux_chroma.tasks.writer import content_hash
 
 pytestmark = pytest.mark.slow
 

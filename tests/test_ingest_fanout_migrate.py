@@ -11,14 +11,14 @@ import toy_embeddings  # noqa: F401 - registers the "toy" embedding function wit
 from flux._task_context import _CURRENT_TASK
 from workflows import query_wf
 
-from flux_chroma.aliases import get_alias, resolve_alias
-from flux_chroma.collections import Target
+from flux_chroma.chroma.aliases import get_alias, resolve_alias
+from flux_chroma.chroma.collections import Target
+from flux_chroma.chroma.naming import Namespace, validate_collection_name
+from flux_chroma.chroma.pinning import Pin
+from flux_chroma.chroma.settings import ConnectionSettings
 from flux_chroma.embedding import FastDefaultEmbedding
 from flux_chroma.errors import EmbeddingMismatchError, InvalidNameError
 from flux_chroma.ingest import register_loader, run_ingest, run_ingest_tenants, run_migration
-from flux_chroma.naming import Namespace, validate_collection_name
-from flux_chroma.pinning import Pin
-from flux_chroma.settings import ConnectionSettings
 
 _arrived: dict[str, threading.Event] = {}
 _lock = threading.Lock()

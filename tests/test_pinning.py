@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 from flux import ExecutionContext, workflow
-
-from flux_chroma import FastDefaultEmbedding, embed_and_add
-from flux_chroma import errors as E
-from flux_chroma.pinning import Pin
 from recording_proxy import RecordingProxy
 from toy_embeddings import EFS
 from workflows import ingest_wf, query_wf
+
+from flux_chroma import FastDefaultEmbedding, embed_and_add
+from flux_chroma import errors as E
+from flux_chroma.chroma.pinning import Pin
 
 DOCS = [{"id": f"d{i}", "text": f"pinned document number {i}"} for i in range(5)]
 NEW_DOCS = [{"id": "n1", "text": "a brand new document that must never be written"}]
@@ -143,10 +143,11 @@ def test_pin_is_cached_then_reverified_after_drop_and_recreate(tenant: str, url:
 
 
 def test_resolution_cache_is_keyed_by_identity_not_object(tenant: str, url: str) -> None:
-    from flux_chroma import collections as coll
-    from flux_chroma.naming import Namespace
-    from flux_chroma.settings import ConnectionSettings
     from toy_embeddings import ToyEmbedding, ToyEmbeddingOtherWeights
+
+    from flux_chroma import collections as coll
+    from flux_chroma.chroma.naming import Namespace
+    from flux_chroma.chroma.settings import ConnectionSettings
 
     assert _ingest(tenant, "toy8").has_succeeded
     target = coll.Target(ConnectionSettings(url), Namespace(tenant), "pinned")

@@ -268,7 +268,7 @@ def test_paths_and_local_clients_are_refused_through_flux(
     import chromadb
 
     from flux_chroma import embed_and_add
-    from flux_chroma.settings import ConnectionSettings
+    from flux_chroma.chroma.settings import ConnectionSettings
 
     data = tmp_path / "chroma-data"
     for bad in (data, "~/chroma-data"):
@@ -307,7 +307,7 @@ server.stop()
 
 @pytest.mark.slow
 def test_racing_owners_over_a_stale_lock_exactly_one_wins(tmp_path: Path) -> None:
-    from flux_chroma.server import LOCK_FILE_NAME
+    from flux_chroma.chroma.server import LOCK_FILE_NAME
 
     data = tmp_path / "data"
     data.mkdir()

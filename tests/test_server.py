@@ -1,4 +1,4 @@
-"""Tests of flux_chroma.server.ChromaServer against real `chroma run` processes (loopback only)."""
+"""Tests of flux_chroma.chroma.server.ChromaServer against real `chroma run` processes (loopback only)."""
 
 from __future__ import annotations
 
@@ -20,14 +20,14 @@ import pytest
 from chromadb.api import ClientAPI
 from chromadb.config import Settings
 
+from flux_chroma.chroma.server import LOCK_FILE_NAME, ChromaServer
 from flux_chroma.errors import ConfigurationError, OneOwnerError, ServerStartError
-from flux_chroma.server import LOCK_FILE_NAME, ChromaServer
 
 # A separate OS process that owns a server until it is signalled (like `flux-chroma server`).
 OWNER_SCRIPT = """
 import signal
 import sys
-from flux_chroma.server import ChromaServer
+from flux_chroma.chroma.server import ChromaServer
 
 server = ChromaServer(sys.argv[1], log_path=sys.argv[2]).start()
 # A SIGINT that arrives before wait_forever() installs its handler is dropped, not fatal.

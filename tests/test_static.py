@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -23,3 +24,105 @@ def test_ruff_passes_on_the_package() -> None:
 
 def test_py_typed_marker_ships() -> None:
     assert (ROOT / "flux_chroma" / "py.typed").exists()
+
+
+MAX_MODULE_LINES = 400
+PACKAGE = ROOT / "flux_chroma"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _module_level_imports(tree: ast.Module, name: str, is_package: bool) -> set[str]:
+    """Modules imported when the module runs (``if TYPE_CHECKING:`` and function bodies excluded)."""
+    found: set[str] = set()
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = name.split(".") if is_package else name.split(".")[:-1]
+                    anchor = anchor[: len(anchor) - (node.level - 1)]
+                    base = ".".join([*anchor, base] if base else anchor)
+                found.add(base)
+                found.update(f"{base}.{alias.name}" for alias in node.names)
+            elif isinstance(node, ast.If):
+                test = ast.unparse(node.test)
+                if "TYPE_CHECKING" not in test:
+                    visit(node.body)
+                visit(node.orelse)
+            elif isinstance(node, ast.Try):
+                visit(node.body)
+                for handler in node.handlers:
+                    visit(handler.body)
+                visit(node.orelse)
+                visit(node.finalbody)
+
+    visit(tree.body)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    """``module -> flux_chroma modules it imports at module level``."""
+    files = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        imported = _module_level_imports(tree, name, path.name == "__init__.py")
+        graph[name] = {m for m in imported if m in files and m != name}
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle as ``[a, b, ..., a]``, or None."""
+    state: dict[str, int] = {}  # 1 = on the stack, 2 = done
+    stack: list[str] = []
+
+    def dfs(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt) :], nxt]
+            if nxt not in state:
+                cycle = dfs(nxt)
+                if cycle:
+                    return cycle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            cycle = dfs(node)
+            if cycle:
+                return cycle
+    return None
+
+
+def test_no_module_is_over_400_lines() -> None:
+    too_long = {
+        str(p.relative_to(ROOT)): n
+        for p in PACKAGE.rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert not too_long, f"split these modules along their seams (max {MAX_MODULE_LINES} lines): {too_long}"
+
+
+def test_no_import_cycle_among_package_modules() -> None:
+    graph = import_graph()
+    assert graph.get("flux_chroma.tasks.builtin")  # the graph is built
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None

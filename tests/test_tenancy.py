@@ -6,11 +6,11 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from recording_proxy import RecordingProxy
+from workflows import hostile_wf, housekeeping_wf, ingest_then_query_wf, ingest_wf
 
 from flux_chroma import errors as E
-from flux_chroma.naming import Namespace
-from recording_proxy import RecordingProxy
-from workflows import housekeeping_wf, hostile_wf, ingest_then_query_wf, ingest_wf
+from flux_chroma.chroma.naming import Namespace
 
 VICTIM_DOC = [{"id": "v1", "text": "the victim's private salary data"}]
 

@@ -94,8 +94,8 @@ def server(
     debug: Debug = False,
 ) -> None:
     """Run the ONE Chroma server that owns DIR, in the foreground (Ctrl-C or SIGTERM stops it)."""
+    from flux_chroma.chroma.server import ChromaServer
     from flux_chroma.errors import OneOwnerError
-    from flux_chroma.server import ChromaServer
 
     with cli_errors(debug=debug, json_out=json_out):
         with warnings.catch_warnings(record=True) as caught:
@@ -153,9 +153,9 @@ def ingest(
 ) -> None:
     """Ingest files into the tenant's collection with a live progress bar (resumable)."""
     with cli_errors(debug=debug, json_out=json_out):
+        from flux_chroma.chroma.connection import server_info
         from flux_chroma.cli.ingest import ProgressReporter, build_job, summary_line
         from flux_chroma.cli.state import flux_home as use_flux_home
-        from flux_chroma.connection import server_info
         from flux_chroma.ingest import run_ingest
         from flux_chroma.ingest.spec import MAX_PARALLEL
 
@@ -221,8 +221,8 @@ def query(
 ) -> None:
     """Print the nearest records to TEXT in one of the tenant's collections, ranked."""
     with cli_errors(debug=debug, json_out=json_out):
+        from flux_chroma.chroma.naming import validate_collection_name
         from flux_chroma.cli.workflows import cli_query
-        from flux_chroma.naming import validate_collection_name
 
         settings = check_settings(url)
         check_tenant(tenant, tenancy)

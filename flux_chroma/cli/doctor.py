@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import importlib.metadata
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from flux_chroma.chroma.settings import ConnectionSettings
+from flux_chroma.cli.checks import Check, Status
+from flux_chroma.cli.host_checks import check_filesystems, check_persistent_client
 from flux_chroma.errors import FluxChromaError
-from flux_chroma.settings import ConnectionSettings
 
 __all__ = [
     "Check",
@@ -38,30 +39,8 @@ __all__ = [
     "run_doctor",
 ]
 
-Status = Literal["ok", "warn", "fail", "skip"]
-"""A check's outcome: only ``fail`` makes ``flux-chroma doctor`` exit with 4."""
-
 _REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*([^;]*)(;.*)?$")
 _CLAUSE = re.compile(r"^\s*(==|!=|>=|<=|>|<|~=)\s*([0-9][0-9A-Za-z.]*)\s*$")
-
-
-@dataclass(frozen=True)
-class Check:
-    """One result line of ``flux-chroma doctor``.
-
-    Attributes:
-        name: The check, e.g. ``server`` or ``pin acme/handbook``.
-        status: ``ok``, ``warn``, ``fail`` or ``skip``.
-        detail: What was found, and for warn/fail what to do.
-    """
-
-    name: str
-    status: Status
-    detail: str
-
-    def to_dict(self) -> dict[str, str]:
-        """JSON-able form."""
-        return {"name": self.name, "status": self.status, "detail": self.detail}
 
 
 # --------------------------------------------------------------------------- server, versions
@@ -76,7 +55,7 @@ def check_server(settings: ConnectionSettings) -> tuple[Check, dict[str, Any] | 
     Returns:
         The check, and the server info (``None`` when unreachable).
     """
-    from flux_chroma.connection import server_info
+    from flux_chroma.chroma.connection import server_info
 
     try:
         info = server_info(settings)
@@ -214,7 +193,7 @@ def check_model() -> tuple[Check, Any]:
 
 
 def _pin_check(collection: Any, label: str, model_ef: Any) -> Check:
-    from flux_chroma.pinning import Pin, check_pin, ef_from_pin, pin_for
+    from flux_chroma.chroma.pinning import Pin, check_pin, ef_from_pin, pin_for
 
     name = f"pin {label}"
     try:
@@ -260,9 +239,9 @@ def check_pins(settings: ConnectionSettings, tenant: str | None, tenancy: str, m
     Returns:
         One check per collection (a single ``ok`` check when there is none).
     """
-    from flux_chroma.connection import get_client
+    from flux_chroma.chroma.connection import get_client
+    from flux_chroma.chroma.naming import Namespace
     from flux_chroma.errors import CollectionNotFoundError, classify_chroma_error
-    from flux_chroma.naming import Namespace
 
     namespace = Namespace(tenant, tenancy) if tenant else None  # type: ignore[arg-type]
     database = namespace.database if namespace else None
@@ -306,7 +285,6 @@ def run_doctor(
     Returns:
         Every check result.
     """
-    from flux_chroma.cli.host_checks import check_filesystems, check_persistent_client
 
     checks: list[Check] = []
     server_check, info = check_server(settings)

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from flux_chroma.cli.doctor import Check
+from flux_chroma.cli.checks import Check
 
 __all__ = [
     "NETWORK_FS_TYPES",

@@ -44,7 +44,7 @@ from flux_chroma.errors import (
 )
 
 if TYPE_CHECKING:
-    from flux_chroma.settings import ConnectionSettings
+    from flux_chroma.chroma.settings import ConnectionSettings
 
 __all__ = [
     "ExitCode",
@@ -224,7 +224,7 @@ def check_settings(url: str | None) -> ConnectionSettings:
     Returns:
         The settings.
     """
-    from flux_chroma.settings import ConnectionSettings
+    from flux_chroma.chroma.settings import ConnectionSettings
 
     return ConnectionSettings.resolve(url)
 
@@ -239,7 +239,7 @@ def check_tenant(tenant: str | None, tenancy: str = "prefix") -> str:
     Returns:
         The tenant.
     """
-    from flux_chroma.naming import Namespace, validate_tenant
+    from flux_chroma.chroma.naming import Namespace, validate_tenant
 
     Namespace(validate_tenant(tenant), tenancy)  # type: ignore[arg-type]
     return tenant  # type: ignore[return-value]

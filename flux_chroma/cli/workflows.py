@@ -13,7 +13,7 @@ from typing import Any
 
 from flux import ExecutionContext, workflow
 
-from flux_chroma.tasks import list_collections, query
+from flux_chroma.tasks.builtin import list_collections, query
 
 __all__ = ["cli_query", "cli_collections", "task_options"]
 

@@ -4,7 +4,8 @@ Chroma's ``DefaultEmbeddingFunction`` (ONNX ``all-MiniLM-L6-v2``) builds a new O
 every call and pads every text to 256 tokens. :class:`FastDefaultEmbedding` runs the same model
 with the same tokenizer, truncation (256 tokens), masked mean pooling and L2 normalisation, but
 
-* loads the ONNX session and tokenizer once per process (thread-safe, keyed by model folder),
+* loads the ONNX session and tokenizer once per process (thread-safe, keyed by model folder;
+  :mod:`~flux_chroma.embedding.onnx_session`),
 * sorts texts by token length and pads each batch only to its longest text,
 * restores the input order.
 
@@ -13,15 +14,14 @@ is ``"default"`` with config ``{}``: Chroma persists and compares it exactly lik
 
 It never downloads anything. Model files are looked up in exactly one folder: the ``model_dir``
 argument, else ``$FLUX_CHROMA_MODEL_DIR``, else Chroma's cache (``~/.cache/chroma/onnx_models/
-all-MiniLM-L6-v2/onnx``). Missing files raise :class:`~flux_chroma.errors.ModelNotAvailableError`.
+all-MiniLM-L6-v2/onnx``). Missing files raise :class:`~flux_chroma.errors.ModelNotAvailableError`
+(:mod:`~flux_chroma.embedding.model_files`).
 """
 
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -29,6 +29,16 @@ import numpy as np
 import numpy.typing as npt
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
 
+from flux_chroma.embedding.model_files import (
+    MAX_TOKENS,
+    MODEL_DIR_ENV,
+    MODEL_FILES,
+    REQUIRED_FILES,
+    chroma_default_model_dir,
+    missing_files,
+    model_not_available_error,
+)
+from flux_chroma.embedding.onnx_session import load_session, load_tokenizers, pool
 from flux_chroma.errors import ConfigurationError, ModelNotAvailableError
 
 __all__ = [
@@ -42,68 +52,6 @@ __all__ = [
     "local_model_dir",
     "model_not_available_error",
 ]
-
-MODEL_DIR_ENV = "FLUX_CHROMA_MODEL_DIR"
-"""Environment variable naming a folder that holds the six model files."""
-
-MODEL_FILES = (
-    "config.json",
-    "model.onnx",
-    "special_tokens_map.json",
-    "tokenizer_config.json",
-    "tokenizer.json",
-    "vocab.txt",
-)
-"""The six files of Chroma's ``onnx`` model folder (Chroma downloads when any is missing)."""
-
-MAX_TOKENS = 256
-"""Token limit (special tokens included); longer texts are truncated, as Chroma does."""
-
-_REQUIRED = ("model.onnx", "tokenizer.json")  # the files this module actually reads
-_MODEL_NAME = "all-MiniLM-L6-v2"
-
-
-def chroma_default_model_dir() -> Path:
-    """Return the folder where Chroma's default embedding function expects its model.
-
-    Returns:
-        ``ONNXMiniLM_L6_V2.DOWNLOAD_PATH / "onnx"`` (read at call time), or
-        ``~/.cache/chroma/onnx_models/all-MiniLM-L6-v2/onnx`` if that class is unavailable.
-    """
-    try:
-        from chromadb.utils.embedding_functions.onnx_mini_lm_l6_v2 import ONNXMiniLM_L6_V2
-
-        return Path(ONNXMiniLM_L6_V2.DOWNLOAD_PATH) / ONNXMiniLM_L6_V2.EXTRACTED_FOLDER_NAME
-    except (ImportError, AttributeError):  # pragma: no cover - chromadb layout changed
-        return Path.home() / ".cache" / "chroma" / "onnx_models" / _MODEL_NAME / "onnx"
-
-
-def _missing(folder: Path, names: Sequence[str]) -> list[str]:
-    return [n for n in names if not (folder / n).is_file()]
-
-
-def model_not_available_error(
-    owner: str, looked: Sequence[tuple[Path, Sequence[str]]]
-) -> ModelNotAvailableError:
-    """Build the error raised when the model files are not on this machine.
-
-    Args:
-        owner: Which embedding function needed them, e.g. ``"FastDefaultEmbedding"``.
-        looked: Every folder looked in, each with the file names missing there.
-
-    Returns:
-        A :class:`ModelNotAvailableError` naming every folder and how to fix it.
-    """
-    where = "; ".join(f"{p} (missing: {', '.join(m)})" for p, m in looked)
-    target = looked[-1][0] if looked else chroma_default_model_dir()
-    return ModelNotAvailableError(
-        f"{owner} needs the {_MODEL_NAME} ONNX model files, but they are not on this machine. "
-        f"Looked in: {where}. Fix one of: (1) copy the six files ({', '.join(MODEL_FILES)}) "
-        f"into {target}, e.g. `mkdir -p {target} && cp /path/to/onnx/* {target}/`; "
-        f"(2) set {MODEL_DIR_ENV} to a folder holding them; (3) on a machine with internet, "
-        "run chromadb's DefaultEmbeddingFunction once so Chroma downloads them, then copy that "
-        "folder here. flux-chroma never downloads models, and this error is not retried."
-    )
 
 
 def local_model_dir(ef: Any) -> Path | None:
@@ -156,79 +104,9 @@ def ensure_model_available(ef: Any) -> None:
     folder = local_model_dir(ef)
     if folder is None:
         return
-    missing = _missing(folder, MODEL_FILES)  # Chroma downloads when ANY of the six is missing
+    missing = missing_files(folder, MODEL_FILES)  # Chroma downloads when ANY of the six is missing
     if missing:
         raise model_not_available_error(type(ef).__name__, [(folder, missing)])
-
-
-@dataclass(frozen=True)
-class _Tokenizers:
-    truncating: Any  # tokenizers.Tokenizer: truncation at MAX_TOKENS, no padding
-    counting: Any  # tokenizers.Tokenizer: no truncation, no padding
-
-
-_TOKENIZERS: dict[str, _Tokenizers] = {}
-_SESSIONS: dict[tuple[int, str], Any] = {}  # (pid, folder) -> onnxruntime.InferenceSession
-_LOCK = threading.Lock()
-
-
-def _cpu_threads() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
-
-
-def _load_tokenizers(folder: Path) -> _Tokenizers:
-    key = str(folder)
-    with _LOCK:
-        cached = _TOKENIZERS.get(key)
-        if cached is None:
-            from tokenizers import Tokenizer
-
-            path = str(folder / "tokenizer.json")
-            try:
-                truncating = Tokenizer.from_file(path)
-                counting = Tokenizer.from_file(path)
-            except Exception as exc:
-                raise ModelNotAvailableError(
-                    f"The tokenizer file {path} could not be loaded ({type(exc).__name__}: "
-                    f"{exc}). Replace the model folder {folder} with an intact copy."
-                ) from exc
-            # Same settings as Chroma's ONNXMiniLM_L6_V2, minus the fixed padding to 256.
-            truncating.enable_truncation(max_length=MAX_TOKENS)
-            truncating.no_padding()
-            counting.no_truncation()
-            counting.no_padding()
-            cached = _Tokenizers(truncating=truncating, counting=counting)
-            _TOKENIZERS[key] = cached
-        return cached
-
-
-def _load_session(folder: Path) -> Any:
-    key = (os.getpid(), str(folder))  # ONNX thread pools do not survive fork(): one per process
-    with _LOCK:
-        session = _SESSIONS.get(key)
-        if session is None:
-            import onnxruntime as ort
-
-            options = ort.SessionOptions()
-            options.log_severity_level = 3
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            options.intra_op_num_threads = _cpu_threads()
-            options.inter_op_num_threads = 1
-            path = str(folder / "model.onnx")
-            try:
-                session = ort.InferenceSession(
-                    path, sess_options=options, providers=["CPUExecutionProvider"]
-                )
-            except Exception as exc:
-                raise ModelNotAvailableError(
-                    f"The ONNX model {path} could not be loaded ({type(exc).__name__}: {exc}). "
-                    f"Replace the model folder {folder} with an intact copy."
-                ) from exc
-            _SESSIONS[key] = session
-        return session
 
 
 REGISTRY_NAME = "flux_chroma_fast_default"
@@ -306,11 +184,11 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
             ModelNotAvailableError: No candidate folder holds ``model.onnx`` and
                 ``tokenizer.json``; the message lists every folder looked in.
         """
-        if self._resolved is not None and not _missing(self._resolved, _REQUIRED):
+        if self._resolved is not None and not missing_files(self._resolved, REQUIRED_FILES):
             return self._resolved
         looked: list[tuple[Path, Sequence[str]]] = []
         for folder in self._candidates:
-            missing = _missing(folder, _REQUIRED)
+            missing = missing_files(folder, REQUIRED_FILES)
             if not missing:
                 self._resolved = folder.resolve()
                 return self._resolved
@@ -349,8 +227,8 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
             TypeError: An item is not a string.
         """
         folder = self.ensure_available()
-        tokenizers = _load_tokenizers(folder)
-        session = _load_session(folder)
+        tokenizers = load_tokenizers(folder)
+        session = load_session(folder)
         items = list(texts)
         if not items:
             dim = int(session.get_outputs()[0].shape[-1])
@@ -375,7 +253,7 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
                 None,
                 {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
             )[0]
-            vectors = _pool(hidden, mask)
+            vectors = pool(hidden, mask)
             if out is None:
                 out = np.empty((len(items), vectors.shape[1]), dtype=np.float32)
             out[rows] = vectors
@@ -400,7 +278,7 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
         items = list(texts)
         if not items:
             return []
-        tokenizers = _load_tokenizers(self.ensure_available())
+        tokenizers = load_tokenizers(self.ensure_available())
         return [len(e.ids) for e in tokenizers.counting.encode_batch(items)]
 
     def count_truncated(self, texts: Sequence[str]) -> int:
@@ -458,13 +336,3 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
         """Return the spaces the normalised vectors support."""
         return ["cosine", "l2", "ip"]
 
-
-def _pool(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
-    """Masked mean pooling and L2 normalisation, with Chroma's float64 arithmetic."""
-    weights = mask[:, :, np.newaxis].astype(np.float64)
-    summed = np.sum(hidden.astype(np.float64) * weights, axis=1)
-    counts = np.clip(weights.sum(axis=1), a_min=1e-9, a_max=None)
-    mean = summed / counts
-    norm = np.linalg.norm(mean, axis=1)
-    norm[norm == 0] = 1e-12
-    return cast(npt.NDArray[np.float32], (mean / norm[:, np.newaxis]).astype(np.float32))

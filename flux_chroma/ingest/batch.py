@@ -1,6 +1,6 @@
 """The ingestion tasks: ``plan_ingest``, ``ingest_batch`` and ``cleanup_ingest``.
 
-They are :class:`~flux_chroma.task.ChromaTask` instances, so they take flux-chroma options
+They are :class:`~flux_chroma.tasks.task.ChromaTask` instances, so they take flux-chroma options
 (``tenant=``, ``url=``, ``embedding_function=``, ``cache=``, ...) and Flux options through
 ``with_options`` and share the permanent/transient error handling of the other tasks. Their
 arguments are references (the job spec, one batch reference, a digest), never documents,
@@ -21,9 +21,9 @@ from typing import Any
 
 from flux import ExecutionContext
 
-from flux_chroma.aliases import resolve_alias
-from flux_chroma.collections import Resolved, Target, open_collection
-from flux_chroma.connection import server_info
+from flux_chroma.chroma.aliases import resolve_alias
+from flux_chroma.chroma.collections import Resolved, Target, open_collection
+from flux_chroma.chroma.connection import server_info
 from flux_chroma.errors import (
     ChromaUnavailableError,
     SourceChangedError,
@@ -33,9 +33,9 @@ from flux_chroma.errors import (
 from flux_chroma.ingest.cleanup import SOURCE_KEY, cleanup_stale
 from flux_chroma.ingest.plan import build_plan, read_batch
 from flux_chroma.ingest.spec import IngestJob
-from flux_chroma.options import ChromaOptions
-from flux_chroma.task import ChromaTask
-from flux_chroma.writer import WriteOptions, write_documents
+from flux_chroma.tasks.options import ChromaOptions
+from flux_chroma.tasks.task import ChromaTask
+from flux_chroma.tasks.writer import WriteOptions, write_documents
 
 __all__ = ["plan_ingest", "ingest_batch", "cleanup_ingest", "send_progress"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flux_chroma.collections import Resolved, Target, with_collection
+from flux_chroma.chroma.collections import Resolved, Target, with_collection
 from flux_chroma.errors import CollectionNotFoundError, SourceChangedError
 from flux_chroma.ingest.plan import live_chunks
 from flux_chroma.ingest.spec import IngestJob

@@ -15,7 +15,7 @@ Readers keep using the collection name (say ``kb``). The migration:
 Until step 4 every query of ``kb`` is answered by the old collection with the old model;
 after it, by the new collection with the new model. A query resolves the alias once, so it
 never mixes models. The old collection is left in place (switch back with
-:func:`flux_chroma.aliases.set_alias`, or delete it when satisfied).
+:func:`flux_chroma.chroma.aliases.set_alias`, or delete it when satisfied).
 """
 
 from __future__ import annotations
@@ -28,9 +28,11 @@ from typing import Any
 
 from flux import ExecutionContext, workflow
 
-from flux_chroma.aliases import resolve_alias, set_alias
-from flux_chroma.collections import Target, open_collection
-from flux_chroma.connection import get_client, server_info
+from flux_chroma.chroma.aliases import resolve_alias, set_alias
+from flux_chroma.chroma.collections import Target, open_collection
+from flux_chroma.chroma.connection import get_client, server_info
+from flux_chroma.chroma.naming import validate_collection_name, validate_tenant
+from flux_chroma.chroma.pinning import Pin, pin_for
 from flux_chroma.errors import (
     ChromaUnavailableError,
     ConfigurationError,
@@ -46,13 +48,11 @@ from flux_chroma.ingest.spec import (
     digest_of,
     embedding_from_spec,
 )
-from flux_chroma.naming import validate_collection_name, validate_tenant
-from flux_chroma.options import ChromaOptions
-from flux_chroma.pinning import Pin, pin_for
-from flux_chroma.reader import public_metadata
-from flux_chroma.task import ChromaTask
-from flux_chroma.validation import RESERVED_PREFIX, Document
-from flux_chroma.writer import HASH_KEY, WriteOptions, content_hash, write_documents
+from flux_chroma.tasks.options import ChromaOptions
+from flux_chroma.tasks.reader import public_metadata
+from flux_chroma.tasks.task import ChromaTask
+from flux_chroma.tasks.validation import RESERVED_PREFIX, Document
+from flux_chroma.tasks.writer import HASH_KEY, WriteOptions, content_hash, write_documents
 
 __all__ = ["MigrationSpec", "migration_steps", "migrate_collection", "run_migration", "plan_migration", "migrate_page", "reconcile_migration", "switch_alias"]
 

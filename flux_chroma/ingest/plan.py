@@ -19,7 +19,7 @@ from flux_chroma.errors import DuplicateIdError, SourceChangedError
 from flux_chroma.ingest.chunking import chunk_digest, chunk_id, doc_key_of, split_text
 from flux_chroma.ingest.sources import Unit, iter_units
 from flux_chroma.ingest.spec import IngestJob
-from flux_chroma.validation import Document
+from flux_chroma.tasks.validation import Document
 
 __all__ = ["Chunk", "build_plan", "read_batch", "iter_chunks", "live_chunks", "MAX_REPORTED_DUPLICATES"]
 
@@ -41,7 +41,7 @@ class Chunk:
         return chunk_digest(self.id, self.text, self.metadata)
 
     def document(self) -> Document:
-        """The chunk as a writer :class:`~flux_chroma.validation.Document`."""
+        """The chunk as a writer :class:`~flux_chroma.tasks.validation.Document`."""
         return Document(self.id, self.text, self.metadata)
 
 

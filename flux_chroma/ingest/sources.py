@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from flux_chroma.errors import ConfigurationError, InvalidDocumentError, SourceChangedError
-from flux_chroma.validation import utf8_problem, validate_metadata
+from flux_chroma.tasks.validation import utf8_problem, validate_metadata
 
 __all__ = ["Unit", "register_loader", "normalize_source", "iter_units", "BUILTIN_KINDS", "Loader"]
 

@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from flux_chroma.chroma.naming import validate_collection_name, validate_tenant
 from flux_chroma.errors import ConfigurationError
 from flux_chroma.ingest.chunking import ChunkingOptions
 from flux_chroma.ingest.sources import normalize_source
-from flux_chroma.naming import validate_collection_name, validate_tenant
 
 __all__ = ["IngestJob", "DUPLICATE_POLICIES", "CLEANUP_MODES", "canonical_json", "digest_of", "embedding_from_spec"]
 

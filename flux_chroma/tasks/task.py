@@ -2,7 +2,7 @@
 
 ``ChromaTask.with_options(...)`` accepts every Flux task option (``retry_max_attempts``,
 ``timeout``, ``fallback``, ...) plus flux-chroma's (``tenant``, ``url``,
-``embedding_function``, ...; see :class:`~flux_chroma.options.ChromaOptions`) and returns a
+``embedding_function``, ...; see :class:`~flux_chroma.tasks.options.ChromaOptions`) and returns a
 new task. ``cache=True`` is taken over: it means embedding reuse, never Flux's output cache
 (which SKIPS the task on a hit and would silently skip writes).
 
@@ -29,7 +29,7 @@ from flux import task
 from flux.errors import ExecutionTimeoutError, RetryError
 
 from flux_chroma.errors import ChromaUnavailableError, ConfigurationError, FluxChromaError
-from flux_chroma.options import CHROMA_OPTION_NAMES, ChromaOptions
+from flux_chroma.tasks.options import CHROMA_OPTION_NAMES, ChromaOptions
 
 __all__ = ["FLUX_OPTION_NAMES", "ChromaTask", "emit_progress"]
 
@@ -47,7 +47,11 @@ def _bounded(options: ChromaOptions, timeout: float) -> ChromaOptions:
     """
     if not timeout or timeout <= 0:
         return options
-    from flux_chroma.settings import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, _env_float
+    from flux_chroma.chroma.settings import (
+        DEFAULT_CONNECT_TIMEOUT,
+        DEFAULT_READ_TIMEOUT,
+        _env_float,
+    )
 
     read = options.read_timeout or _env_float("FLUX_CHROMA_READ_TIMEOUT", DEFAULT_READ_TIMEOUT)
     connect = options.connect_timeout or _env_float("FLUX_CHROMA_CONNECT_TIMEOUT", DEFAULT_CONNECT_TIMEOUT)
@@ -117,7 +121,7 @@ def _unrecordable(
 ) -> FluxChromaError:
     """A typed error naming the argument Flux could not record (see ``ChromaTask.__call__``)."""
     from flux_chroma.errors import InvalidDocumentError, InvalidQueryError
-    from flux_chroma.validation import validate_documents
+    from flux_chroma.tasks.validation import validate_documents
 
     try:
         bound: dict[str, Any] = dict(inspect.signature(public).bind_partial(*args, **kwargs).arguments)

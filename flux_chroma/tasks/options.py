@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from flux_chroma.collections import Target
+from flux_chroma.chroma.collections import Target
+from flux_chroma.chroma.naming import Namespace, validate_tenant
+from flux_chroma.chroma.settings import ConnectionSettings
 from flux_chroma.errors import ConfigurationError
-from flux_chroma.naming import Namespace, validate_tenant
-from flux_chroma.settings import ConnectionSettings
 
 __all__ = ["CHROMA_OPTION_NAMES", "ChromaOptions"]
 

@@ -15,7 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from flux_chroma.connection import database_exists_or_create, forget_database, get_client
+from flux_chroma.chroma.connection import database_exists_or_create, forget_database, get_client
+from flux_chroma.chroma.naming import Namespace
+from flux_chroma.chroma.pinning import DEFAULT_SPACE, SPACES, Pin, check_pin, ef_from_pin, pin_for
+from flux_chroma.chroma.settings import ConnectionSettings
 from flux_chroma.embedding.identity import compute_fingerprint, ef_identity
 from flux_chroma.errors import (
     CollectionNotFoundError,
@@ -23,9 +26,6 @@ from flux_chroma.errors import (
     UnpinnedCollectionError,
     classify_chroma_error,
 )
-from flux_chroma.naming import Namespace
-from flux_chroma.pinning import DEFAULT_SPACE, SPACES, Pin, check_pin, ef_from_pin, pin_for
-from flux_chroma.settings import ConnectionSettings
 
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection

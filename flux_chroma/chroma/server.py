@@ -3,12 +3,9 @@
 :class:`ChromaServer` starts ``chroma run --path DIR --host HOST --port PORT`` as a child
 process, waits until its heartbeat answers, and stops it with SIGTERM (then SIGKILL).
 
-One-owner rule: a data directory is owned by at most one live server. Ownership is an
-exclusive ``flock`` on ``DIR/.flux-chroma.lock``. The locked file descriptor is also
-inherited by the ``chroma`` child, so the directory stays owned while either this process or
-the child is alive, and the kernel frees it when both are gone (a stale lock file left by a
-SIGKILLed owner is simply taken over). The lock file is never deleted: deleting it would let
-two processes lock two different files of the same name.
+One-owner rule: a data directory is owned by at most one live server (see
+:mod:`flux_chroma.chroma.ownership`); the child inherits the lock. Process handling (ports,
+``/proc`` checks, stopping, log tails) lives in :mod:`flux_chroma.chroma.process`.
 
 Chroma's output goes to ``log_path``. By default that is ``chroma.log`` in a fresh temporary
 directory (never inside the data directory); it is deleted by a clean :meth:`ChromaServer.stop`
@@ -20,34 +17,40 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import errno
-import fcntl
-import ipaddress
-import json
 import os
-import re
 import shutil
 import signal
-import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 import warnings
-from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any, Self
 
 import httpx
 
-from flux_chroma.errors import ConfigurationError, OneOwnerError, ServerStartError
+from flux_chroma.chroma.ownership import (
+    LOCK_FILE_NAME,
+    acquire_ownership,
+    release_ownership,
+    write_owner,
+)
+from flux_chroma.chroma.process import (
+    check_port_free,
+    connect_url,
+    find_chroma,
+    free_port,
+    is_loopback,
+    listens,
+    port_taken_message,
+    read_tail,
+    terminate,
+)
+from flux_chroma.errors import ConfigurationError, ServerStartError
 
 __all__ = ["LOCK_FILE_NAME", "ChromaServer"]
-
-LOCK_FILE_NAME = ".flux-chroma.lock"
-"""Name of the ownership lock file created inside the data directory."""
 
 _HEARTBEAT = "/api/v2/heartbeat"
 _POLL_INTERVAL = 0.15
@@ -55,7 +58,6 @@ _REQUEST_TIMEOUT = 1.0
 _PORT_ATTEMPTS = 3
 _PORT_TAKEN_MARKER = "is not available"
 _TAIL_LINES = 20
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 class ChromaServer:
@@ -134,7 +136,7 @@ class ChromaServer:
     @property
     def url(self) -> str:
         """The base URL clients use, e.g. ``http://127.0.0.1:8000`` (valid after start)."""
-        return _url(self._host, self._port)
+        return connect_url(self._host, self._port)
 
     @property
     def pid(self) -> int | None:
@@ -175,7 +177,7 @@ class ChromaServer:
                     f"ChromaServer for {self._path} is already started at {self.url} "
                     f"(chroma pid {self._proc.pid}); call stop() before starting it again."
                 )
-            if not _is_loopback(self._host):
+            if not is_loopback(self._host):
                 warnings.warn(
                     f"ChromaServer listens on {self._host}, which is not a loopback address: "
                     "the Chroma 1.5 server has no authentication, so anyone who can reach "
@@ -184,8 +186,8 @@ class ChromaServer:
                     UserWarning,
                     stacklevel=2,
                 )
-            executable = _find_chroma()
-            lock_fd = self._acquire_ownership()
+            executable = find_chroma()
+            lock_fd = acquire_ownership(self._path)
             try:
                 self._launch(executable, lock_fd)
             except BaseException:
@@ -205,13 +207,11 @@ class ChromaServer:
             if proc is None:
                 return
             crashed = proc.poll() is not None  # exited on its own: keep its log
-            _terminate(proc, self._stop_grace)  # if interrupted, a later stop() retries
+            terminate(proc, self._stop_grace)  # if interrupted, a later stop() retries
             self._proc, self._lock_fd = None, None
             atexit.unregister(self.stop)
             if lock_fd is not None:
-                with contextlib.suppress(OSError):
-                    os.ftruncate(lock_fd, 0)
-                os.close(lock_fd)
+                release_ownership(lock_fd)
             if self._temp_log_dir is not None and not crashed:
                 shutil.rmtree(self._temp_log_dir, ignore_errors=True)
                 self._temp_log_dir = None
@@ -278,28 +278,6 @@ class ChromaServer:
 
     # ------------------------------------------------------------------ internals
 
-    def _acquire_ownership(self) -> int:
-        try:
-            self._path.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        except OSError as exc:
-            raise ServerStartError(
-                f"Cannot use {self._path} as a Chroma data directory ({exc}); "
-                "pass a writable directory path."
-            ) from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            info = _read_owner(fd)
-            os.close(fd)
-            raise OneOwnerError(_owner_message(self._path, self.lock_path, info)) from None
-        except BaseException:
-            os.close(fd)
-            raise
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, 0)  # drop a stale owner's info left by a killed server
-        return fd
-
     def _open_log(self) -> None:
         if self._user_log_path is not None:
             try:
@@ -321,10 +299,10 @@ class ChromaServer:
         attempts = _PORT_ATTEMPTS if self._requested_port == 0 else 1
         for attempt in range(1, attempts + 1):
             if self._requested_port == 0:
-                port = _free_port(self._host)
+                port = free_port(self._host)
             else:
                 port = self._requested_port
-                _check_port_free(self._host, port)
+                check_port_free(self._host, port)
             self._port = port
             if attempt == 1:
                 self._open_log()  # only now: a failed pre-check leaves no empty log behind
@@ -349,19 +327,19 @@ class ChromaServer:
                     "installation and the log_path."
                 ) from exc
             try:
-                _write_owner(lock_fd, proc.pid, self.url, self._path)
+                write_owner(lock_fd, proc.pid, self.url, self._path)
                 code = self._wait_ready(proc)
             except BaseException:
-                _terminate(proc, self._stop_grace)
+                terminate(proc, self._stop_grace)
                 raise
             if code is None:
                 self._proc = proc
                 return
-            output = _read_tail(self._log_path, offset)
+            output = read_tail(self._log_path, offset)
             if _PORT_TAKEN_MARKER in output:
                 if attempt < attempts:
                     continue
-                raise ServerStartError(_port_taken_message(self._host, port))
+                raise ServerStartError(port_taken_message(self._host, port))
             raise ServerStartError(
                 f"Chroma server for {self._path} on {self._host}:{port} exited with code {code} "
                 f"before answering. {self._log_hint(offset)}"
@@ -381,7 +359,7 @@ class ChromaServer:
                     # The heartbeat must come from our child, not from another server that
                     # holds the port while our child is still about to fail binding it.
                     ok = http.get(heartbeat).status_code == 200
-                    if ok and _listens(proc.pid, self._port) is not False:
+                    if ok and listens(proc.pid, self._port) is not False:
                         code = proc.poll()
                         return None if code is None else code
                 if time.monotonic() >= deadline:
@@ -395,186 +373,7 @@ class ChromaServer:
     def _log_hint(self, offset: int = 0) -> str:
         if self._log_path is None:
             return ""
-        tail = _read_tail(self._log_path, offset).strip()
+        tail = read_tail(self._log_path, offset).strip()
         lines = [line for line in tail.splitlines() if line.strip()][-_TAIL_LINES:]
         shown = "\n".join(lines) if lines else "(empty)"
         return f"Log {self._log_path}, last lines:\n{shown}"
-
-
-# ---------------------------------------------------------------------- helpers
-
-
-def _find_chroma() -> str:
-    """Locate the ``chroma`` console script: next to ``sys.executable``, then on PATH."""
-    beside = Path(sys.executable).parent / "chroma"
-    if beside.is_file() and os.access(beside, os.X_OK):
-        return str(beside)
-    found = shutil.which("chroma")
-    if found:
-        return found
-    raise ServerStartError(
-        f"The `chroma` command was not found next to {sys.executable} or on PATH. Install "
-        "chromadb 1.5 in this environment (pip install 'chromadb>=1.5,<1.6')."
-    )
-
-
-def _terminate(proc: subprocess.Popen[bytes], grace: float) -> None:
-    """SIGTERM the child's process group, wait ``grace`` seconds, then SIGKILL it."""
-    if proc.poll() is None:
-        # Not reaped yet, so the pid (== process group id) cannot have been reused.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-
-def _listens(pid: int, port: int) -> bool | None:
-    """Tell whether process ``pid`` holds a listening TCP socket on ``port``.
-
-    Reads ``/proc`` (Linux). Returns None when that cannot be told (no procfs, unreadable
-    tables); the caller then trusts the heartbeat and the child still being alive.
-    """
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")
-    except FileNotFoundError:
-        return False if Path("/proc/self/fd").is_dir() else None  # exited, or no procfs
-    except OSError:
-        return None
-    inodes: set[str] = set()
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-            if target.startswith("socket:["):
-                inodes.add(target[8:-1])
-    suffix = f":{port:04X}"
-    readable = False
-    for table in ("tcp", "tcp6"):  # the child's own network namespace
-        try:
-            rows = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
-        except OSError:
-            continue
-        readable = True
-        for row in rows:
-            # sl, local_address, rem_address, st (0A = LISTEN), ..., inode (index 9)
-            fields = row.split()
-            if (
-                len(fields) > 9
-                and fields[3] == "0A"
-                and fields[1].endswith(suffix)
-                and fields[9] in inodes
-            ):
-                return True
-    return False if readable else None
-
-
-def _url(host: str, port: int) -> str:
-    connect = host
-    with contextlib.suppress(ValueError):
-        ip = ipaddress.ip_address(host)
-        if ip.is_unspecified:
-            connect = "::1" if ip.version == 6 else "127.0.0.1"
-    if ":" in connect:
-        connect = f"[{connect}]"
-    return f"http://{connect}:{port}"
-
-
-def _is_loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def _bind_probe(host: str, port: int) -> int:
-    """Bind a throw-away socket like Chroma does (SO_REUSEADDR) and return its port."""
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )[0]
-    except socket.gaierror as exc:
-        raise ServerStartError(f"Cannot resolve ChromaServer host {host!r} ({exc}).") from exc
-    with socket.socket(family, kind, proto) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        probe.bind(address)
-        bound: int = probe.getsockname()[1]
-        return bound
-
-
-def _free_port(host: str) -> int:
-    try:
-        return _bind_probe(host, 0)
-    except OSError as exc:
-        raise ServerStartError(f"Cannot bind a port on {host} ({exc}); check the host.") from exc
-
-
-def _check_port_free(host: str, port: int) -> None:
-    try:
-        _bind_probe(host, port)
-    except OSError as exc:
-        if exc.errno == errno.EADDRINUSE:
-            raise ServerStartError(_port_taken_message(host, port)) from exc
-        raise ServerStartError(f"Cannot bind {host}:{port} ({exc}); check the host.") from exc
-
-
-def _port_taken_message(host: str, port: int) -> str:
-    return (
-        f"Cannot start Chroma on {host}:{port}: the port is already in use. Stop whatever "
-        f"listens there (if it is a Chroma server, connect to {_url(host, port)} instead), "
-        "choose another port, or use port 0 to pick a free one."
-    )
-
-
-def _read_tail(path: Path, offset: int, limit: int = 8192) -> str:
-    try:
-        with open(path, "rb") as log:
-            size = log.seek(0, os.SEEK_END)
-            log.seek(max(offset, size - limit))
-            data = log.read()
-    except OSError:
-        return ""
-    return _ANSI.sub("", data.decode("utf-8", errors="replace"))
-
-
-def _write_owner(fd: int, chroma_pid: int, url: str, path: Path) -> None:
-    info = {
-        "chroma_pid": chroma_pid,
-        "owner_pid": os.getpid(),
-        "url": url,
-        "path": str(path),
-        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
-    data = json.dumps(info).encode()
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, data, 0)
-
-
-def _read_owner(fd: int) -> dict[str, Any]:
-    try:
-        info = json.loads(os.pread(fd, 65536, 0).decode("utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return info if isinstance(info, dict) else {}
-
-
-def _owner_message(path: Path, lock_path: Path, info: dict[str, Any]) -> str:
-    url = info.get("url")
-    if url:
-        owner = (
-            f"chroma pid {info.get('chroma_pid')}, started by pid {info.get('owner_pid')} "
-            f"at {info.get('started_at')}, url {url}"
-        )
-    else:
-        owner = "owner details unavailable: it is starting or stopping"
-    target = f"flux-chroma url={url}" if url else "flux-chroma url=<its url>"
-    return (
-        f"Data directory {path} is already owned by a running Chroma server ({owner}). "
-        "One server process must own a data directory: connect to that server with "
-        f"chromadb.HttpClient ({target}) instead of starting another one on it. "
-        f"Lock: {lock_path}."
-    )

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from flux_chroma.chroma.settings import ConnectionSettings
 from flux_chroma.errors import ChromaUnavailableError, OneOwnerError, classify_chroma_error
-from flux_chroma.settings import ConnectionSettings
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI

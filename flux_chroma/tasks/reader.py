@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from flux_chroma.collections import Resolved, Target, with_collection
-from flux_chroma.validation import RESERVED_PREFIX
+from flux_chroma.chroma.collections import Resolved, Target, with_collection
+from flux_chroma.tasks.validation import RESERVED_PREFIX
 
 __all__ = ["Hit", "public_metadata", "query_collection"]
 

@@ -1,6 +1,6 @@
 """The public Flux tasks: ``embed_and_add``, ``query`` and tenant-scoped housekeeping.
 
-Each task is a :class:`~flux_chroma.task.ChromaTask` (an instance of ``flux.task``),
+Each task is a :class:`~flux_chroma.tasks.task.ChromaTask` (an instance of ``flux.task``),
 defined once at import and configured with ``.with_options(tenant=..., url=..., ...)``.
 Blocking client calls run in a worker thread so Flux's ``timeout=`` can interrupt a task
 whose server froze, and ``parallel()`` can overlap tasks.
@@ -16,15 +16,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from flux_chroma.aliases import resolve_alias
-from flux_chroma.collections import Resolved, Target, forget_collection, with_collection
-from flux_chroma.connection import get_client
+from flux_chroma.chroma.aliases import resolve_alias
+from flux_chroma.chroma.collections import Resolved, Target, forget_collection, with_collection
+from flux_chroma.chroma.connection import get_client
+from flux_chroma.chroma.pinning import Pin
 from flux_chroma.errors import CollectionNotFoundError, InvalidQueryError, classify_chroma_error
-from flux_chroma.options import ChromaOptions
-from flux_chroma.pinning import Pin
-from flux_chroma.reader import query_collection
-from flux_chroma.task import ChromaTask, emit_progress
-from flux_chroma.validation import (
+from flux_chroma.tasks.options import ChromaOptions
+from flux_chroma.tasks.reader import query_collection
+from flux_chroma.tasks.task import ChromaTask, emit_progress
+from flux_chroma.tasks.validation import (
     utf8_problem,
     validate_documents,
     validate_k,
@@ -32,7 +32,7 @@ from flux_chroma.validation import (
     validate_where,
     validate_where_document,
 )
-from flux_chroma.writer import WriteOptions, write_documents
+from flux_chroma.tasks.writer import WriteOptions, write_documents
 
 __all__ = ["delete_collection", "delete_documents", "embed_and_add", "list_collections", "query"]
 

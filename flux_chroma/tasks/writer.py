@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from flux_chroma.collections import Resolved, Target, with_collection
-from flux_chroma.validation import Document
+from flux_chroma.chroma.collections import Resolved, Target, with_collection
+from flux_chroma.tasks.validation import Document
 
 __all__ = ["HASH_KEY", "WriteOptions", "content_hash", "write_documents"]
 

@@ -1,0 +1,230 @@
+"""Collection aliases: a per-tenant name that readers use, pointing at a real collection.
+
+A migration builds a new collection next to the old one and then switches the alias, so
+readers move from one model to the other in one step and never see a half-built
+collection. Aliases live in Chroma itself, in a small reserved collection of the tenant's
+namespace (``{tenant}__fc.aliases`` in prefix mode, ``fc.aliases`` in the tenant's
+database): every worker process sees a switch on its next query, and a tenant can only
+name its own collections. Names starting with ``fc.`` are reserved for this.
+
+Resolution is one level deep (an alias cannot point at another alias) and costs one small
+``get`` per query. An alias takes precedence over a real collection with the same name:
+that is how readers of ``kb`` move to ``kb-<model>`` while ``kb`` keeps its old data.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from flux_chroma.chroma.collections import Target
+from flux_chroma.chroma.connection import database_exists_or_create, get_client
+from flux_chroma.chroma.naming import Namespace, validate_collection_name
+from flux_chroma.chroma.pinning import Pin
+from flux_chroma.chroma.settings import ConnectionSettings
+from flux_chroma.errors import (
+    CollectionNotFoundError,
+    ConfigurationError,
+    UnpinnedCollectionError,
+    classify_chroma_error,
+)
+
+if TYPE_CHECKING:
+    from chromadb.api.models.Collection import Collection
+
+__all__ = ["REGISTRY_NAME", "RESERVED_PREFIX", "resolve_alias", "get_alias", "set_alias", "remove_alias", "list_aliases"]
+
+RESERVED_PREFIX = "fc."
+"""Collection names starting with this are flux-chroma's own."""
+REGISTRY_NAME = "fc.aliases"
+_TARGET_KEY = "fc_target"
+
+_lock = threading.Lock()
+_handles: dict[tuple[ConnectionSettings, Namespace], Collection] = {}
+
+
+def _physical(namespace: Namespace) -> str:
+    return namespace.prefix + REGISTRY_NAME
+
+
+def _registry(settings: ConnectionSettings, namespace: Namespace, *, create: bool) -> Collection | None:
+    key = (settings, namespace)
+    handle = _handles.get(key)
+    if handle is not None:
+        return handle
+    action = f"open the alias registry of tenant {namespace.tenant!r}"
+    try:
+        if create and namespace.database is not None:
+            database_exists_or_create(settings, namespace.database)
+        client = get_client(settings, namespace.database)
+        if create:
+            handle = client.get_or_create_collection(
+                _physical(namespace),
+                metadata={"fc_registry": "aliases", "fc_tenant": namespace.tenant},
+                embedding_function=None,
+            )
+        else:
+            handle = client.get_collection(_physical(namespace), embedding_function=None)
+    except Exception as exc:  # noqa: BLE001 - classified in one place
+        mapped = classify_chroma_error(exc, action=action, url=settings.url)
+        if isinstance(mapped, CollectionNotFoundError) and not create:
+            return None
+        raise mapped from None
+    with _lock:
+        _handles[key] = handle
+    return handle
+
+
+def _forget(settings: ConnectionSettings, namespace: Namespace) -> None:
+    with _lock:
+        _handles.pop((settings, namespace), None)
+
+
+def _lookup(settings: ConnectionSettings, namespace: Namespace, names: list[str]) -> dict[str, dict[str, Any]]:
+    for attempt in (1, 2):
+        registry = _registry(settings, namespace, create=False)
+        if registry is None:
+            return {}
+        try:
+            got = registry.get(ids=names, include=["metadatas"])
+            return {rid: dict(meta or {}) for rid, meta in zip(got["ids"], got["metadatas"] or [], strict=False)}
+        except Exception as exc:  # noqa: BLE001
+            mapped = classify_chroma_error(exc, action=f"read aliases of {namespace.tenant!r}", url=settings.url)
+            _forget(settings, namespace)
+            if isinstance(mapped, CollectionNotFoundError) and attempt == 1:
+                continue  # the registry was dropped and maybe recreated: look again by name
+            if isinstance(mapped, CollectionNotFoundError):
+                return {}
+            raise mapped from None
+    return {}  # pragma: no cover
+
+
+def get_alias(settings: ConnectionSettings, namespace: Namespace, name: str) -> str | None:
+    """Return the collection an alias points at, or ``None`` when ``name`` is no alias.
+
+    Raises:
+        InvalidNameError: ``name`` is not a valid collection name.
+        ChromaUnavailableError: The server is unreachable.
+    """
+    validate_collection_name(name)
+    meta = _lookup(settings, namespace, [name]).get(name)
+    target = (meta or {}).get(_TARGET_KEY)
+    return str(target) if target else None
+
+
+def resolve_alias(target: Target) -> Target:
+    """The target readers of ``target.name`` should use (itself when it is no alias).
+
+    Blocking (one small request); call it from a worker thread in async code.
+
+    Raises:
+        ChromaUnavailableError: The server is unreachable.
+    """
+    real = get_alias(target.settings, target.namespace, target.name)
+    return target if real is None else Target(target.settings, target.namespace, real)
+
+
+def list_aliases(settings: ConnectionSettings, namespace: Namespace) -> dict[str, str]:
+    """All aliases of a tenant: ``{alias: collection}``."""
+    registry = _registry(settings, namespace, create=False)
+    if registry is None:
+        return {}
+    try:
+        got = registry.get(include=["metadatas"])
+    except Exception as exc:  # noqa: BLE001
+        _forget(settings, namespace)
+        raise classify_chroma_error(exc, action=f"list aliases of {namespace.tenant!r}", url=settings.url) from None
+    return {rid: str((meta or {}).get(_TARGET_KEY)) for rid, meta in zip(got["ids"], got["metadatas"] or [], strict=False)}
+
+
+def _check_target(settings: ConnectionSettings, namespace: Namespace, name: str) -> None:
+    physical = namespace.physical(name)
+    try:
+        collection = get_client(settings, namespace.database).get_collection(physical, embedding_function=None)
+    except Exception as exc:  # noqa: BLE001
+        mapped = classify_chroma_error(exc, action=f"open {namespace.tenant}/{name}", url=settings.url)
+        if isinstance(mapped, CollectionNotFoundError):
+            raise CollectionNotFoundError(
+                f"cannot point an alias at {namespace.tenant}/{name}: the collection does not exist."
+            ) from None
+        raise mapped from None
+    if Pin.from_metadata(collection.metadata) is None:
+        raise UnpinnedCollectionError(
+            f"cannot point an alias at {namespace.tenant}/{name}: it has no embedding pin, so "
+            "queries could not prove which model built it. Adopt it first (adopt=True)."
+        )
+
+
+def set_alias(
+    settings: ConnectionSettings,
+    namespace: Namespace,
+    alias: str,
+    target: str,
+    *,
+    expected: str | None = None,
+) -> dict[str, Any]:
+    """Point ``alias`` at the tenant's collection ``target`` (visible to every process at once).
+
+    Args:
+        settings: The server.
+        namespace: The tenant's namespace.
+        alias: Name readers use.
+        target: Existing, pinned collection of the same tenant; not itself an alias.
+        expected: When given, the switch only happens if ``alias`` currently resolves to it
+            (to itself when it is no alias yet): two migrations cannot silently overwrite
+            each other.
+
+    Returns:
+        ``{"alias", "target", "previous"}`` (``previous``: what ``alias`` resolved to before).
+
+    Raises:
+        InvalidNameError: Invalid or reserved names.
+        ConfigurationError: ``alias == target``, ``target`` is an alias, or ``expected``
+            does not match.
+        CollectionNotFoundError: ``target`` does not exist.
+        UnpinnedCollectionError: ``target`` has no pin.
+    """
+    validate_collection_name(alias)
+    validate_collection_name(target)
+    if alias == target:
+        raise ConfigurationError(f"alias {alias!r} cannot point at itself.")
+    current = _lookup(settings, namespace, [alias, target])
+    if _TARGET_KEY in current.get(target, {}):
+        raise ConfigurationError(f"{namespace.tenant}/{target} is itself an alias; point {alias!r} at a real collection.")
+    previous = str(current.get(alias, {}).get(_TARGET_KEY) or alias)
+    if expected is not None and previous != expected:
+        raise ConfigurationError(
+            f"alias {namespace.tenant}/{alias} resolves to {previous!r}, not {expected!r}: another "
+            "switch happened meanwhile. Nothing was changed."
+        )
+    _check_target(settings, namespace, target)
+    registry = _registry(settings, namespace, create=True)
+    assert registry is not None
+    meta: dict[str, Any] = {_TARGET_KEY: target, "fc_previous": previous, "fc_switched_at": time.time()}
+    try:
+        registry.upsert(ids=[alias], embeddings=[[0.0]], documents=[target], metadatas=[meta])  # type: ignore[arg-type]
+    except Exception as exc:  # noqa: BLE001
+        _forget(settings, namespace)
+        raise classify_chroma_error(exc, action=f"set alias {namespace.tenant}/{alias}", url=settings.url) from None
+    return {"alias": alias, "target": target, "previous": previous}
+
+
+def remove_alias(settings: ConnectionSettings, namespace: Namespace, alias: str) -> bool:
+    """Remove an alias (readers then use the real collection of that name, if any).
+
+    Returns:
+        True when the alias existed.
+    """
+    validate_collection_name(alias)
+    if get_alias(settings, namespace, alias) is None:
+        return False
+    registry = _registry(settings, namespace, create=False)
+    if registry is None:
+        return False
+    try:
+        registry.delete(ids=[alias])
+    except Exception as exc:  # noqa: BLE001
+        _forget(settings, namespace)
+        raise classify_chroma_error(exc, action=f"remove alias {namespace.tenant}/{alias}", url=settings.url) from None
+    return True

@@ -1,0 +1,199 @@
+"""Tenancy: validated tenant ids, collection names and the physical names they map to.
+
+Prefix mode (the default) stores tenant ``acme``'s collection ``handbook`` as the Chroma
+collection ``acme__handbook``. Tenant ids use lowercase letters, digits and single hyphens
+(no underscores), so the first ``__`` of a physical name always ends the tenant. Database
+mode keeps the short name and puts each tenant into its own Chroma database.
+
+Everything here is pure string validation: it runs before any network call, and each error
+names the rule that failed.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from flux_chroma.errors import InvalidNameError, TenantError
+
+__all__ = ["SEPARATOR", "Namespace", "TenantId", "validate_collection_name", "validate_tenant"]
+
+SEPARATOR = "__"
+Tenancy = Literal["prefix", "database"]
+TenantId = str
+
+_TENANT_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_SHORT_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+_CHROMA_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
+
+
+def validate_tenant(tenant: object) -> str:
+    """Check a tenant id and return it.
+
+    Rules: a string of 3-63 characters made of lowercase ASCII letters, digits and single
+    hyphens, starting and ending with a letter or digit (no underscores, no ``--``).
+
+    Args:
+        tenant: The candidate tenant id.
+
+    Returns:
+        The same tenant id.
+
+    Raises:
+        TenantError: Missing or invalid tenant; the message names the rule.
+    """
+    if tenant is None:
+        raise TenantError(
+            "tenant= is required: every flux-chroma task that touches a collection is bound to "
+            "one tenant. Use task.with_options(tenant='acme')."
+        )
+    if not isinstance(tenant, str):
+        raise TenantError(f"tenant must be a string, got {type(tenant).__name__}.")
+    if not 3 <= len(tenant) <= 63:
+        raise TenantError(f"tenant {tenant!r} must be 3-63 characters long (got {len(tenant)}).")
+    if not tenant.isascii() or not _TENANT_RE.match(tenant):
+        raise TenantError(
+            f"tenant {tenant!r} may only contain lowercase ASCII letters, digits and single "
+            "hyphens, and must start and end with a letter or digit (no underscores)."
+        )
+    return tenant
+
+
+def _chroma_rule(name: str, what: str) -> None:
+    if not 3 <= len(name) <= 512:
+        raise InvalidNameError(
+            f"{what} {name[:80]!r} must be 3-512 characters long (got {len(name)}): "
+            "Chroma's naming rule."
+        )
+    if not _CHROMA_RE.match(name):
+        raise InvalidNameError(
+            f"{what} {name[:80]!r} must start and end with a letter or digit and contain only "
+            "letters, digits, '.', '_' and '-': Chroma's naming rule."
+        )
+    if ".." in name:
+        raise InvalidNameError(f"{what} {name[:80]!r} must not contain '..': Chroma's naming rule.")
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return
+    raise InvalidNameError(f"{what} {name!r} must not be an IP address: Chroma's naming rule.")
+
+
+def validate_collection_name(name: object) -> str:
+    """Check a tenant-relative collection name and return it.
+
+    Rules: an ASCII string of 3-512 letters, digits, ``.``, ``_`` and ``-`` that starts
+    and ends with a letter or digit, contains neither ``..`` nor ``__`` (reserved as the
+    tenant separator), and is not an IP address.
+
+    Args:
+        name: The candidate collection name, as a user passes it.
+
+    Returns:
+        The same name.
+
+    Raises:
+        InvalidNameError: The name breaks a rule; the message names it.
+    """
+    if not isinstance(name, str):
+        raise InvalidNameError(f"collection name must be a string, got {type(name).__name__}.")
+    if name == "" or name.strip() == "":
+        raise InvalidNameError("collection name must not be empty or whitespace.")
+    if not 3 <= len(name) <= 512:
+        raise InvalidNameError(
+            f"collection name {name[:80]!r} must be 3-512 characters long (got {len(name)}): "
+            "Chroma's naming rule, applied to the name itself so it is valid in both tenancy modes."
+        )
+    if not name.isascii() or not _SHORT_RE.match(name):
+        raise InvalidNameError(
+            f"collection name {name[:80]!r} may only contain ASCII letters, digits, '.', '_' "
+            "and '-' (no spaces, slashes or look-alike characters)."
+        )
+    if not (name[0].isalnum() and name[-1].isalnum()):
+        raise InvalidNameError(
+            f"collection name {name[:80]!r} must start and end with a letter or digit."
+        )
+    if SEPARATOR in name:
+        raise InvalidNameError(
+            f"collection name {name[:80]!r} must not contain '__': it is reserved as the "
+            "tenant separator."
+        )
+    if ".." in name:
+        raise InvalidNameError(f"collection name {name[:80]!r} must not contain '..'.")
+    if name.startswith("fc."):
+        raise InvalidNameError(
+            f"collection name {name[:80]!r} starts with 'fc.', which is reserved for "
+            "flux-chroma's own collections (the alias registry)."
+        )
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return name
+    raise InvalidNameError(f"collection name {name!r} must not be an IP address: Chroma's naming rule.")
+
+
+@dataclass(frozen=True)
+class Namespace:
+    """A tenant's namespace on one Chroma server.
+
+    Args:
+        tenant: The validated tenant id.
+        tenancy: ``"prefix"`` (collections named ``{tenant}__{name}`` in the default database)
+            or ``"database"`` (collections keep their name inside a database named after the
+            tenant).
+    """
+
+    tenant: str
+    tenancy: Tenancy = "prefix"
+
+    def __post_init__(self) -> None:
+        validate_tenant(self.tenant)
+        if self.tenancy not in ("prefix", "database"):
+            raise InvalidNameError(
+                f"tenancy={self.tenancy!r} is not supported; use 'prefix' or 'database'."
+            )
+
+    @property
+    def database(self) -> str | None:
+        """The Chroma database of this tenant (``None`` = default database)."""
+        return self.tenant if self.tenancy == "database" else None
+
+    @property
+    def prefix(self) -> str:
+        """Physical-name prefix of this tenant's collections (empty in database mode)."""
+        return f"{self.tenant}{SEPARATOR}" if self.tenancy == "prefix" else ""
+
+    def physical(self, name: object) -> str:
+        """Map a tenant-relative collection name to the Chroma collection name.
+
+        Args:
+            name: The collection name as the user passes it.
+
+        Returns:
+            The physical Chroma collection name, always inside this tenant's namespace.
+
+        Raises:
+            InvalidNameError: The name breaks a rule.
+        """
+        short = validate_collection_name(name)
+        full = self.prefix + short
+        _chroma_rule(full, "collection name")
+        return full
+
+    def owns(self, physical: str) -> bool:
+        """True when a physical collection name belongs to this tenant's namespace."""
+        if self.tenancy == "database":
+            return True
+        return physical.startswith(self.prefix) and len(physical) > len(self.prefix)
+
+    def short(self, physical: str) -> str:
+        """The tenant-relative name of one of this tenant's physical collections.
+
+        Raises:
+            TenantError: ``physical`` is outside this tenant's namespace.
+        """
+        if not self.owns(physical):
+            raise TenantError(f"collection {physical!r} is outside tenant {self.tenant!r}.")
+        return physical[len(self.prefix) :]
