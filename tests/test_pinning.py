@@ -145,7 +145,7 @@ def test_pin_is_cached_then_reverified_after_drop_and_recreate(tenant: str, url:
 def test_resolution_cache_is_keyed_by_identity_not_object(tenant: str, url: str) -> None:
     from toy_embeddings import ToyEmbedding, ToyEmbeddingOtherWeights
 
-    from flux_chroma import collections as coll
+    from flux_chroma.chroma import collections as coll
     from flux_chroma.chroma.naming import Namespace
     from flux_chroma.chroma.settings import ConnectionSettings
 
