@@ -37,7 +37,7 @@ import json, sys
 from workflows import ingest_wf
 run = ingest_wf.run({"tenant": sys.argv[1], "collection": "fixed", "docs": json.loads(sys.argv[2]),
                      "options": {"cache": True}})
-from flux_chroma.embedding import fast_default as fd
+from flux_chroma.embedding import onnx_session as fd
 print(json.dumps({"ok": run.has_succeeded, "output": run.output if run.has_succeeded else str(run.output),
                   "onnxruntime": "onnxruntime" in sys.modules, "sessions": len(fd._SESSIONS),
                   "tokenizers": len(fd._TOKENIZERS)}))
@@ -91,7 +91,7 @@ def test_fingerprint_is_persisted_per_model_files(tmp_path: Path) -> None:
     probe = (
         "import json, sys\n"
         "from flux_chroma.embedding import FastDefaultEmbedding, compute_fingerprint\n"
-        "from flux_chroma.embedding import fast_default as fd\n"
+        "from flux_chroma.embedding import onnx_session as fd\n"
         f"fp = compute_fingerprint(FastDefaultEmbedding(model_dir={str(ef.model_dir)!r}))\n"
         "print(json.dumps({'fp': fp.to_json(), 'sessions': len(fd._SESSIONS),"
         " 'onnxruntime': 'onnxruntime' in sys.modules}))\n"
@@ -134,7 +134,7 @@ def test_changed_model_file_invalidates_the_persisted_fingerprint(tmp_path: Path
     probe = (
         "import json\n"
         "from flux_chroma.embedding import FastDefaultEmbedding, compute_fingerprint\n"
-        "from flux_chroma.embedding import fast_default as fd\n"
+        "from flux_chroma.embedding import onnx_session as fd\n"
         f"fp = compute_fingerprint(FastDefaultEmbedding(model_dir={str(folder)!r}))\n"
         "print(json.dumps({'fp': fp.to_json(), 'sessions': len(fd._SESSIONS)}))\n"
     )
