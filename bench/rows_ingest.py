@@ -123,7 +123,7 @@ _PHASES = (
     ("Flux checkpoints (event-log writes)", "flux/workflow.py", "_save"),
     ("document validation", "flux_chroma/tasks/validation.py", "validate_documents"),
     ("get of the batch's ids (unchanged check)", "models/Collection.py", "get"),
-    ("embedding-cache lookups", "embedding/cache.py", "get_many"),
+    ("embedding-cache lookups", "embedding/cache.py", "lookup"),
     ("token counting (truncation report)", "embedding/fast_default.py", "token_counts"),
     ("content hashes", "flux_chroma/tasks/writer.py", "content_hash"),
     ("collection resolution and pin check", "flux_chroma/chroma/collections.py", "_open"),

@@ -5,9 +5,14 @@ keyed ``f"{fingerprint_digest}:{sha256(text)}"`` so two embedding functions neve
 
 Values are raw bytes, never pickles::
 
-    b"FCE1" | dimension (uint32 LE) | check (16 bytes) | float32 LE payload
+    b"FCE2" | dimension (uint32 LE) | tokens (uint32 LE) | check (16 bytes) | float32 LE payload
 
-``check`` is the first 16 bytes of SHA-256 over the key, magic, dimension and payload, so a
+``tokens`` is the text's token count before truncation (``0xFFFFFFFF`` when unknown), so a
+cache hit needs no tokenizer pass to report truncation. Entries written by earlier versions
+(``b"FCE1"``, no token count) are still read, with the count unknown.
+
+``check`` is the first 16 bytes of SHA-256 over the key, magic, dimension, token count and
+payload, so a
 flipped byte, a truncated value, a value copied under another key or a wrong dimension is a
 miss (and is overwritten by the next ``set_many``), never an exception or a wrong vector. The
 check is not a MAC: whoever can write the folder can plant vectors, so keep it private to the
@@ -43,8 +48,11 @@ log = logging.getLogger(__name__)
 CACHE_DIR_ENV = "FLUX_CHROMA_CACHE_DIR"
 """Environment variable naming the cache folder."""
 
-_MAGIC = b"FCE1"
-_HEAD = struct.Struct("<4sI16s")
+_MAGIC = b"FCE2"
+_HEAD = struct.Struct("<4sII16s")
+_MAGIC_V1 = b"FCE1"  # no token count
+_HEAD_V1 = struct.Struct("<4sI16s")
+_NO_TOKENS = 0xFFFFFFFF
 _REFUSED = object()  # what SafeDisk returns instead of a non-raw value
 _REOPEN_AFTER = 30.0  # seconds without cache after a failed open
 
@@ -135,27 +143,69 @@ def _key(digest: str, text: str) -> str:
     return f"{digest}:{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()}"
 
 
-def _check(key: str, dimension: int, payload: bytes) -> bytes:
+def _check(key: str, dimension: int, payload: bytes, tokens: int | None = _NO_TOKENS) -> bytes:
     h = hashlib.sha256(key.encode())
-    h.update(_MAGIC)
-    h.update(struct.pack("<I", dimension))
+    if tokens is None:  # the token-less format of earlier versions
+        h.update(_MAGIC_V1)
+        h.update(struct.pack("<I", dimension))
+    else:
+        h.update(_MAGIC)
+        h.update(struct.pack("<II", dimension, tokens))
     h.update(payload)
     return h.digest()[:16]
 
 
-def encode_entry(key: str, vector: npt.ArrayLike) -> bytes:
-    """Encode one vector as a cache value.
+def encode_entry(key: str, vector: npt.ArrayLike, tokens: int | None = None) -> bytes:
+    """Encode one vector (and its text's token count) as a cache value.
 
     Args:
         key: The cache key (bound into the checksum).
         vector: A 1-D vector.
+        tokens: The text's token count before truncation, or None when unknown.
 
     Returns:
         Header plus float32 little-endian payload.
     """
     array = np.ascontiguousarray(np.asarray(vector, dtype="<f4").reshape(-1))
     payload = array.tobytes()
-    return _HEAD.pack(_MAGIC, array.size, _check(key, array.size, payload)) + payload
+    count = _NO_TOKENS if tokens is None or not 0 <= tokens < _NO_TOKENS else int(tokens)
+    check = _check(key, array.size, payload, count)
+    return _HEAD.pack(_MAGIC, array.size, count, check) + payload
+
+
+def decode_full(
+    key: str, value: Any, dimension: int
+) -> tuple[npt.NDArray[np.float32], int | None] | None:
+    """Decode a cache value into its vector and token count, or None when it is invalid.
+
+    Args:
+        key: The cache key the value was read under.
+        value: Whatever the cache returned.
+        dimension: The expected vector length.
+
+    Returns:
+        ``(writable float32 vector, token count or None)``, or None (invalid, tampered,
+        truncated, wrong dimension).
+    """
+    if not isinstance(value, bytes):
+        return None
+    if value[:4] == _MAGIC and len(value) == _HEAD.size + 4 * dimension:
+        _, dim, count, check = _HEAD.unpack_from(value)
+        payload = value[_HEAD.size :]
+        tokens: int | None = None if count == _NO_TOKENS else count
+        if check != _check(key, dim, payload, count):
+            return None
+    elif value[:4] == _MAGIC_V1 and len(value) == _HEAD_V1.size + 4 * dimension:
+        _, dim, check = _HEAD_V1.unpack_from(value)
+        payload, tokens = value[_HEAD_V1.size :], None
+        if check != _check(key, dim, payload, None):
+            return None
+    else:
+        return None
+    if dim != dimension:
+        return None
+    vector = np.frombuffer(payload, dtype="<f4").astype(np.float32)
+    return (vector, tokens) if bool(np.isfinite(vector).all()) else None
 
 
 def decode_entry(key: str, value: Any, dimension: int) -> npt.NDArray[np.float32] | None:
@@ -169,14 +219,8 @@ def decode_entry(key: str, value: Any, dimension: int) -> npt.NDArray[np.float32
     Returns:
         A writable float32 vector, or None (invalid, tampered, truncated, wrong dimension).
     """
-    if not isinstance(value, bytes) or len(value) != _HEAD.size + 4 * dimension:
-        return None
-    magic, dim, check = _HEAD.unpack_from(value)
-    payload = value[_HEAD.size :]
-    if magic != _MAGIC or dim != dimension or check != _check(key, dim, payload):
-        return None
-    vector = np.frombuffer(payload, dtype="<f4").astype(np.float32)
-    return vector if bool(np.isfinite(vector).all()) else None
+    entry = decode_full(key, value, dimension)
+    return None if entry is None else entry[0]
 
 
 class EmbeddingCache:
@@ -251,7 +295,22 @@ class EmbeddingCache:
         Returns:
             One float32 vector or None (miss) per text, in order.
         """
-        result: list[npt.NDArray[np.float32] | None] = [None] * len(texts)
+        return [None if e is None else e[0] for e in self.lookup(digest, texts, dimension)]
+
+    def lookup(
+        self, digest: str, texts: Sequence[str], dimension: int
+    ) -> list[tuple[npt.NDArray[np.float32], int | None] | None]:
+        """Look texts up, with the token counts stored beside their vectors.
+
+        Args:
+            digest: The embedding function's fingerprint digest.
+            texts: The texts.
+            dimension: The expected vector length.
+
+        Returns:
+            One ``(vector, token count or None)`` or None (miss) per text, in order.
+        """
+        result: list[tuple[npt.NDArray[np.float32], int | None] | None] = [None] * len(texts)
         cache = self._open() if texts else None
         if cache is None:
             self.stats.misses += len(texts)
@@ -268,18 +327,22 @@ class EmbeddingCache:
             )
             return result
         for i, (key, value) in enumerate(zip(keys, raw, strict=True)):
-            vector = decode_entry(key, value, dimension) if value is not None else None
-            if vector is None:
+            entry = decode_full(key, value, dimension) if value is not None else None
+            if entry is None:
                 self.stats.misses += 1
                 if value is not None:
                     self.stats.rejected += 1
             else:
                 self.stats.hits += 1
-                result[i] = vector
+                result[i] = entry
         return result
 
     def set_many(
-        self, digest: str, texts: Sequence[str], vectors: Sequence[npt.ArrayLike] | npt.NDArray[Any]
+        self,
+        digest: str,
+        texts: Sequence[str],
+        vectors: Sequence[npt.ArrayLike] | npt.NDArray[Any],
+        tokens: Sequence[int | None] | None = None,
     ) -> None:
         """Store vectors (overwriting any entry, valid or not), in one transaction.
 
@@ -287,18 +350,20 @@ class EmbeddingCache:
             digest: The embedding function's fingerprint digest.
             texts: The texts.
             vectors: One vector per text (a 2-D array or a list of 1-D arrays).
+            tokens: Optional token count per text (before truncation), stored beside it.
 
         Raises:
-            ValueError: ``texts`` and ``vectors`` differ in length.
+            ValueError: ``texts``, ``vectors`` and ``tokens`` differ in length.
         """
         rows = list(vectors)
-        if len(rows) != len(texts):
-            raise ValueError(f"{len(texts)} texts but {len(rows)} vectors")
+        counts = list(tokens) if tokens is not None else [None] * len(rows)
+        if len(rows) != len(texts) or len(counts) != len(texts):
+            raise ValueError(f"{len(texts)} texts but {len(rows)} vectors, {len(counts)} counts")
         cache = self._open() if texts else None
         if cache is None:
             return
         keys = [_key(digest, t) for t in texts]
-        entries = [(k, encode_entry(k, v)) for k, v in zip(keys, rows, strict=True)]
+        entries = [(k, encode_entry(k, v, n)) for k, v, n in zip(keys, rows, counts, strict=True)]
         try:
             with cache.transact():
                 for key, value in entries:

@@ -137,9 +137,20 @@ class CachingEmbedder:
                 first[text] = len(unique)
                 unique.append(text)
         found: list[npt.NDArray[np.float32] | None] = [None] * len(unique)
+        counts: list[int | None] = [None] * len(unique)  # tokens before truncation
         if self.cache is not None and unique:
-            found = self.cache.get_many(digest, unique, dim)
+            for u, entry in enumerate(self.cache.lookup(digest, unique, dim)):
+                if entry is not None:
+                    found[u], counts[u] = entry
         todo = [u for u, vector in enumerate(found) if vector is None]
+        # Token counts come from the cache for hits; the tokenizer runs only for the rest.
+        if self._counter is not None:
+            uncounted = [u for u, n in enumerate(counts) if n is None]
+            if uncounted:
+                fresh = self._counter.token_counts([unique[u] for u in uncounted])
+                for u, n in zip(uncounted, fresh, strict=True):
+                    counts[u] = n
+                self._store_counts(digest, uncounted, unique, found, counts)
         seconds = 0.0
         if todo:
             todo_texts = [unique[u] for u in todo]
@@ -150,15 +161,16 @@ class CachingEmbedder:
             for u, row in zip(todo, rows, strict=True):
                 found[u] = row
             if self.cache is not None:
-                self.cache.set_many(digest, todo_texts, rows)
+                self.cache.set_many(digest, todo_texts, rows, [counts[u] for u in todo])
         matrix = np.empty((len(unique), dim), dtype=np.float32)
         for u, vector in enumerate(found):
             matrix[u] = vector
         vectors = matrix[[first[t] for t in items]] if items else np.zeros((0, dim), np.float32)
         truncated: tuple[int, ...] = ()
         if self._counter is not None and unique:
-            counts = self._counter.token_counts(unique)
-            truncated = tuple(i for i, t in enumerate(items) if counts[first[t]] > MAX_TOKENS)
+            truncated = tuple(
+                i for i, t in enumerate(items) if (counts[first[t]] or 0) > MAX_TOKENS
+            )
         return EmbedResult(
             vectors=vectors,
             hits=len(unique) - len(todo),
@@ -168,6 +180,22 @@ class CachingEmbedder:
             truncated_indices=truncated,
             truncation_checked=self._counter is not None,
         )
+
+    def _store_counts(
+        self,
+        digest: str,
+        uncounted: list[int],
+        unique: list[str],
+        found: list[npt.NDArray[np.float32] | None],
+        counts: list[int | None],
+    ) -> None:
+        """Rewrite hits cached without a token count (older entries) with the count added."""
+        older = [u for u in uncounted if found[u] is not None]
+        if self.cache is not None and older:
+            rows = [v for v in (found[u] for u in older) if v is not None]
+            self.cache.set_many(
+                digest, [unique[u] for u in older], rows, [counts[u] for u in older]
+            )
 
     def _compute(self, texts: list[str]) -> list[Any]:
         try:
