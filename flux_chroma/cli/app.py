@@ -34,6 +34,7 @@ from flux_chroma.cli.support import (
     stderr,
     stdout,
 )
+from flux_chroma.cli.text import Command, plural
 
 __all__ = ["app", "main"]
 
@@ -47,18 +48,19 @@ app = typer.Typer(
 
 Url = Annotated[
     str | None,
-    typer.Option("--url", envvar="FLUX_CHROMA_URL", help="Chroma server URL [default: http://localhost:8000]."),
+    typer.Option("--url", metavar="URL", envvar="FLUX_CHROMA_URL", help="Chroma server URL [default: http://localhost:8000]."),
 ]
 Tenant = Annotated[
     str | None,
-    typer.Option("--tenant", "-t", envvar="FLUX_CHROMA_TENANT", help="Tenant id (lowercase letters, digits, hyphens)."),
+    typer.Option("--tenant", "-t", metavar="TENANT", envvar="FLUX_CHROMA_TENANT", help="Tenant id (lowercase letters, digits, hyphens)."),
 ]
-Tenancy = Annotated[str, typer.Option("--tenancy", help="'prefix' (tenant__name) or 'database' (one database per tenant).")]
+Tenancy = Annotated[str, typer.Option("--tenancy", metavar="MODE", help="'prefix' (tenant__name) or 'database' (one database per tenant).")]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of tables.")]
 Debug = Annotated[bool, typer.Option("--debug", help="Print tracebacks on errors.")]
+Wide = Annotated[bool, typer.Option("--wide", help="Show every value whole (lines may pass the terminal's width).")]
 FluxHome = Annotated[
     Path | None,
-    typer.Option("--flux-home", help="Folder for Flux's state (default: FLUX_HOME, else ./.flux)."),
+    typer.Option("--flux-home", metavar="DIR", help="Folder for Flux's state (default: FLUX_HOME, else ./.flux)."),
 ]
 
 
@@ -84,16 +86,16 @@ def _root(
 # --------------------------------------------------------------------------- commands
 
 
-@app.command()
+@app.command(cls=Command)
 def server(
-    path: Annotated[Path, typer.Option("--path", help="Chroma data directory (created when missing).")],
-    port: Annotated[int, typer.Option("--port", help="TCP port; 0 picks a free one.")] = 8000,
-    host: Annotated[str, typer.Option("--host", help="Address to bind (no auth: keep it on loopback).")] = "127.0.0.1",
-    log: Annotated[Path | None, typer.Option("--log", help="File for chroma's output.")] = None,
+    path: Annotated[Path, typer.Option("--path", metavar="DIR", help="Chroma data directory (created when missing).")],
+    port: Annotated[int, typer.Option("--port", metavar="PORT", help="TCP port; 0 picks a free one.")] = 8000,
+    host: Annotated[str, typer.Option("--host", metavar="ADDRESS", help="Address to bind (no auth: keep it on loopback).")] = "127.0.0.1",
+    log: Annotated[Path | None, typer.Option("--log", metavar="FILE", help="File for chroma's output.")] = None,
     json_out: JsonOut = False,
     debug: Debug = False,
 ) -> None:
-    """Run the ONE Chroma server that owns DIR, in the foreground (Ctrl-C or SIGTERM stops it)."""
+    """Run the ONE Chroma server that owns --path DIR, in the foreground (Ctrl-C or SIGTERM stops it)."""
     from flux_chroma.chroma.server import ChromaServer
     from flux_chroma.errors import OneOwnerError
 
@@ -123,26 +125,26 @@ def server(
             stdout.print("server stopped", highlight=False)
 
 
-@app.command()
+@app.command(cls=Command)
 def ingest(
-    paths: Annotated[list[Path], typer.Argument(help="Directories (*.md, *.txt), .jsonl files or single files.")],
-    collection: Annotated[str, typer.Option("--collection", "-c", help="Tenant-relative collection name.")],
+    paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Directories (*.md, *.txt), .jsonl files or single files.")],
+    collection: Annotated[str, typer.Option("--collection", "-c", metavar="NAME", help="Tenant-relative collection name.")],
     glob: Annotated[
-        list[str] | None, typer.Option("--glob", help="File pattern for directories (repeatable) [default: **/*.md, **/*.txt].")
+        list[str] | None, typer.Option("--glob", metavar="PATTERN", help="File pattern for directories (repeatable) [default: **/*.md, **/*.txt].")
     ] = None,
-    chunk_size: Annotated[int | None, typer.Option("--chunk-size", help="Characters per chunk [default: 1000].")] = None,
-    chunk_overlap: Annotated[int | None, typer.Option("--chunk-overlap", help="Characters of overlap [default: 100].")] = None,
-    batch_size: Annotated[int | None, typer.Option("--batch-size", help="Chunks per batch (one checkpoint each) [default: 256].")] = None,
+    chunk_size: Annotated[int | None, typer.Option("--chunk-size", metavar="CHARS", help="Characters per chunk [default: 1000].")] = None,
+    chunk_overlap: Annotated[int | None, typer.Option("--chunk-overlap", metavar="CHARS", help="Characters of overlap [default: 100].")] = None,
+    batch_size: Annotated[int | None, typer.Option("--batch-size", metavar="CHUNKS", help="Chunks per batch (one checkpoint each) [default: 256].")] = None,
     cleanup: Annotated[
-        str, typer.Option("--cleanup", help="Delete stale chunks after the job: none, incremental or full.")
+        str, typer.Option("--cleanup", metavar="MODE", help="Delete stale chunks after the job: none, incremental or full.")
     ] = "none",
     duplicates: Annotated[
-        str, typer.Option("--duplicates", help="A document id seen twice: 'error' (nothing is written) or 'last_wins'.")
+        str, typer.Option("--duplicates", metavar="POLICY", help="A document id seen twice: 'error' (nothing is written) or 'last_wins'.")
     ] = "error",
     cache: Annotated[bool, typer.Option("--cache/--no-cache", help="Reuse embeddings through the embedding cache.")] = True,
-    key: Annotated[str | None, typer.Option("--key", help="Job key (same key = resume or sync the same job).")] = None,
+    key: Annotated[str | None, typer.Option("--key", metavar="KEY", help="Job key (same key = resume or sync the same job).")] = None,
     parallel: Annotated[
-        int, typer.Option("--parallel", help="Units of consecutive batches running at once (1-256).")
+        int, typer.Option("--parallel", metavar="N", help="Units of consecutive batches running at once (1-256).")
     ] = 1,
     url: Url = None,
     tenant: Tenant = None,
@@ -203,19 +205,20 @@ def ingest(
             stdout.print(summary_line(report, run.execution_id), highlight=False, markup=False)
 
 
-@app.command()
+@app.command(cls=Command)
 def query(
-    text: Annotated[str, typer.Argument(help="The question.")],
-    collection: Annotated[str, typer.Option("--collection", "-c", help="Tenant-relative collection name.")],
-    k: Annotated[int, typer.Option("-k", "--k", help="Number of hits.")] = 5,
-    where: Annotated[str | None, typer.Option("--where", help='Metadata filter as JSON, e.g. \'{"topic": "db"}\'.')] = None,
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="The question.")],
+    collection: Annotated[str, typer.Option("--collection", "-c", metavar="NAME", help="Tenant-relative collection name.")],
+    k: Annotated[int, typer.Option("-k", "--k", metavar="N", help="Number of hits.")] = 5,
+    where: Annotated[str | None, typer.Option("--where", metavar="JSON", help='Metadata filter as JSON, e.g. \'{"topic": "db"}\'.')] = None,
     where_document: Annotated[
-        str | None, typer.Option("--where-document", help='Document filter as JSON, e.g. \'{"$contains": "flux"}\'.')
+        str | None, typer.Option("--where-document", metavar="JSON", help='Document filter as JSON, e.g. \'{"$contains": "flux"}\'.')
     ] = None,
     url: Url = None,
     tenant: Tenant = None,
     tenancy: Tenancy = "prefix",
     json_out: JsonOut = False,
+    wide: Wide = False,
     flux_home: FluxHome = None,
     debug: Debug = False,
 ) -> None:
@@ -243,15 +246,16 @@ def query(
         else:
             from flux_chroma.cli.render import hits_table
 
-            hits_table(hits, title=f"{tenant}/{collection}: {text}")
+            hits_table(hits, title=f"{tenant}/{collection}: {text}", wide=wide)
 
 
-@app.command()
+@app.command(cls=Command)
 def collections(
     url: Url = None,
     tenant: Tenant = None,
     tenancy: Tenancy = "prefix",
     json_out: JsonOut = False,
+    wide: Wide = False,
     flux_home: FluxHome = None,
     debug: Debug = False,
 ) -> None:
@@ -267,21 +271,22 @@ def collections(
         else:
             from flux_chroma.cli.render import collections_table
 
-            collections_table(found, str(tenant))
+            collections_table(found, str(tenant), wide=wide)
 
 
-@app.command()
+@app.command(cls=Command)
 def doctor(
     url: Url = None,
     tenant: Tenant = None,
     tenancy: Tenancy = "prefix",
     project: Annotated[
-        Path | None, typer.Option("--project", help="Folder scanned for PersistentClient( calls [default: .].")
+        Path | None, typer.Option("--project", metavar="DIR", help="Folder scanned for PersistentClient( calls [default: .].")
     ] = None,
     data_dir: Annotated[
-        Path | None, typer.Option("--data-dir", help="The Chroma data directory (its filesystem is checked).")
+        Path | None, typer.Option("--data-dir", metavar="DIR", help="The Chroma data directory (its filesystem is checked).")
     ] = None,
     json_out: JsonOut = False,
+    wide: Wide = False,
     flux_home: FluxHome = None,
     debug: Debug = False,
 ) -> None:
@@ -319,21 +324,21 @@ def doctor(
         else:
             from flux_chroma.cli.render import checks_table
 
-            checks_table(checks)
+            checks_table(checks, wide=wide)
         if failed:
             raise typer.Exit(int(ExitCode.CHECK_FAILED))
 
 
-@app.command()
+@app.command(cls=Command)
 def demo(
-    question: Annotated[str, typer.Argument(help="The question to ask.")] = "what is chroma?",
+    question: Annotated[str, typer.Argument(metavar="QUESTION", help="The question to ask.")] = "what is chroma?",
     url: Annotated[
-        str | None, typer.Option("--url", help="Use this running server instead of a throwaway one.")
+        str | None, typer.Option("--url", metavar="URL", help="Use this running server instead of a throwaway one.")
     ] = None,
-    tenant: Annotated[str, typer.Option("--tenant", "-t", help="Tenant to write to.")] = "demo",
+    tenant: Annotated[str, typer.Option("--tenant", "-t", metavar="TENANT", help="Tenant to write to.")] = "demo",
     json_out: JsonOut = False,
     flux_home: Annotated[
-        Path | None, typer.Option("--flux-home", help="Folder for Flux's state [default: a temporary folder].")
+        Path | None, typer.Option("--flux-home", metavar="DIR", help="Folder for Flux's state [default: a temporary folder].")
     ] = None,
     debug: Debug = False,
 ) -> None:
@@ -362,7 +367,7 @@ def demo(
             print_json({"url": result.url, "receipt": receipt, "question": question, "hits": result.hits})
             return
         stdout.print(
-            f"ingested {receipt['upserted']} docs into {receipt['physical_name']} "
+            f"ingested {plural(receipt['upserted'], 'doc')} into {receipt['physical_name']} "
             f"({receipt['embedding']['name']} model, dim {receipt['embedding']['dimension']})",
             highlight=False,
             markup=False,

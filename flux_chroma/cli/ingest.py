@@ -24,6 +24,7 @@ from rich.progress import (
 from rich.text import Text
 
 from flux_chroma.cli.support import CliError, ExitCode, stderr
+from flux_chroma.cli.text import plural
 
 __all__ = ["sources_for", "build_job", "ProgressReporter", "summary_line"]
 
@@ -150,11 +151,10 @@ class ProgressReporter:
         if self.live and not self.quiet:
             self._progress = Progress(
                 TextColumn("[bold]{task.description}"),
-                BarColumn(),
+                BarColumn(bar_width=16),
                 MofNCompleteColumn(),
-                TextColumn("chunks, batch {task.fields[batches]},"),
+                TextColumn("chunks, batch {task.fields[batches]}"),
                 _RateColumn(),
-                TextColumn("cache hits {task.fields[hits]}, ETA"),
                 TimeRemainingColumn(),
                 console=stderr,
                 transient=False,
@@ -187,11 +187,14 @@ class ProgressReporter:
             chunks = int(value.get("chunks") or 0)
             label = f"{value.get('tenant')}/{value.get('collection')}"
             if self._progress is not None:
+                short = label if len(label) <= 20 else label[:19] + "…"
                 self._task = self._progress.add_task(
-                    label, total=chunks, batches=f"0/{self.batches_total}", hits=0
+                    short, total=chunks, batches=f"0/{self.batches_total}", hits=0
                 )
             else:
-                self._line(f"planned {label}: {chunks} chunks in {self.batches_total} batches")
+                self._line(
+                    f"planned {label}: {plural(chunks, 'chunk')} in {plural(self.batches_total, 'batch')}"
+                )
         elif phase == "batch" and value.get("status") == "done":
             self.batches_done += 1
             chunks = int(value.get("chunks") or 0)
@@ -208,11 +211,11 @@ class ProgressReporter:
                 rate = self.chunks_done / max(time.monotonic() - self.started, 1e-9)
                 self._line(
                     f"batch {int(value.get('batch') or 0) + 1}/{value.get('of') or self.batches_total} done: "
-                    f"{chunks} chunks (added {value.get('added', 0)}, skipped {value.get('skipped', 0)}), "
+                    f"{plural(chunks, 'chunk')} (added {value.get('added', 0)}, skipped {value.get('skipped', 0)}), "
                     f"{rate:.1f} chunks/s, cache hits {self.cache_hits}"
                 )
         elif phase == "cleanup":
-            self._line(f"cleanup: deleted {value.get('deleted', 0)} stale chunks")
+            self._line(f"cleanup: deleted {plural(int(value.get('deleted', 0)), 'stale chunk')}")
 
 
 def summary_line(report: dict[str, Any], execution_id: str) -> str:
@@ -226,8 +229,9 @@ def summary_line(report: dict[str, Any], execution_id: str) -> str:
         The text.
     """
     return (
-        f"ingested {report.get('docs', '?')} docs ({report.get('chunks', '?')} chunks) into "
-        f"{report.get('tenant')}/{report.get('collection')} in {report.get('batches', '?')} batches: "
+        f"ingested {plural(int(report.get('docs', 0)), 'doc')} ({plural(int(report.get('chunks', 0)), 'chunk')}) "
+        f"into {report.get('tenant')}/{report.get('collection')} in "
+        f"{plural(int(report.get('batches', 0)), 'batch')}: "
         f"added {report.get('added', 0)}, updated {report.get('updated', 0)}, skipped "
         f"{report.get('skipped', 0)}, deleted {report.get('deleted', 0)}, cache hits "
         f"{report.get('cache_hits', 0)} (execution {execution_id})"

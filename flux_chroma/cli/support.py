@@ -62,8 +62,11 @@ __all__ = [
     "stderr",
 ]
 
-stdout = Console(soft_wrap=True)
-stderr = Console(stderr=True, soft_wrap=True)
+stdout = Console()
+stderr = Console(stderr=True)
+# On a terminal, lines wrap at its width; piped or redirected, each line stays whole.
+stdout.soft_wrap = not stdout.is_terminal
+stderr.soft_wrap = not stderr.is_terminal
 
 
 class ExitCode(IntEnum):
