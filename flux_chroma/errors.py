@@ -194,6 +194,12 @@ def classify_chroma_error(exc: BaseException, *, action: str, url: str) -> FluxC
     from chromadb import errors as chroma_errors
 
     detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if isinstance(exc, httpx.ReadTimeout | httpx.WriteTimeout):
+        return ChromaUnavailableError(
+            f"Chroma server at {url} did not answer in time during {action} ({exc}; read_timeout "
+            "bounds each whole request). The server may be overloaded or frozen; the task is "
+            "retried when it has retry_max_attempts > 0, or raise read_timeout= for big batches."
+        )
     if isinstance(exc, (httpx.TransportError, TimeoutError, ConnectionError)):
         return ChromaUnavailableError(
             f"Chroma server at {url} is unreachable during {action} ({detail}). "

@@ -1,9 +1,11 @@
-"""One cached ``chromadb.HttpClient`` per process per settings, always with timeouts.
+"""One cached chromadb HTTP client per process per settings, every request bounded.
 
 Connect lazily: nothing here runs at import time, so Flux replay and workflow registration
-never need the server. ``chromadb.HttpClient`` has no timeout by default (a hung server
-blocks a worker forever); :func:`get_client` probes the heartbeat with the configured
-timeouts before building the client and then installs them on the client's HTTP session.
+never need the server. ``chromadb.HttpClient`` has no timeout by default and calls the server
+from its constructor; :func:`get_client` first probes heartbeat and pre-flight checks (naming a
+dead server or one that is not Chroma), then builds chromadb's client with a
+:class:`~flux_chroma.chroma.bounded_http.BoundedSession` installed before its first request, so every
+request (the constructor's too) finishes within ``connect_timeout`` + ``read_timeout``.
 """
 
 from __future__ import annotations
@@ -14,8 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from flux_chroma.chroma.bounded_http import BoundedSession, RequestDeadlineError
 from flux_chroma.chroma.settings import ConnectionSettings
-from flux_chroma.errors import ChromaUnavailableError, OneOwnerError, classify_chroma_error
+from flux_chroma.errors import (
+    ChromaUnavailableError,
+    FluxChromaError,
+    NotChromaServerError,
+    OneOwnerError,
+    classify_chroma_error,
+)
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -29,12 +38,68 @@ _lock = threading.Lock()
 _clients: dict[tuple[int, ConnectionSettings, str], ClientAPI] = {}
 
 
-def _timeout(settings: ConnectionSettings) -> httpx.Timeout:
-    return httpx.Timeout(
-        settings.read_timeout,
-        connect=settings.connect_timeout,
-        pool=settings.connect_timeout,
+def _session(settings: ConnectionSettings, headers: Any = None, limits: httpx.Limits | None = None) -> BoundedSession:
+    return BoundedSession(
+        connect_timeout=settings.connect_timeout,
+        read_timeout=settings.read_timeout,
+        headers=headers if headers is not None else settings.header_dict(),
+        verify=settings.ssl_verify if settings.ssl else True,
+        limits=limits,
     )
+
+
+def _install_session(server: Any, settings: ConnectionSettings) -> None:
+    """Replace chromadb's unbounded session (``timeout=None``) with a :class:`BoundedSession`."""
+    old = getattr(server, "_session", None)
+    if isinstance(old, BoundedSession):
+        return
+    if not isinstance(old, httpx.Client):
+        raise ChromaUnavailableError(
+            "chromadb's HttpClient no longer exposes its HTTP session; flux-chroma cannot "
+            "bound its requests. Use the chromadb version range flux-chroma declares."
+        )
+    server._session = _session(settings, headers=old.headers, limits=getattr(server, "http_limits", None))
+    old.close()
+
+
+_building = threading.local()  # .settings while get_client constructs a client
+
+
+def _client_class() -> type[ClientAPI]:
+    """chromadb's ``Client``, with the bounded session installed before its first request.
+
+    ``chromadb.HttpClient`` calls the server from its constructor (``/auth/identity``, tenant,
+    database) on a session without any timeout: a server that answers the heartbeat but not
+    those hangs the constructor forever. ``get_user_identity`` is the constructor's first call.
+    """
+    global _CLIENT_CLASS
+    if _CLIENT_CLASS is None:
+        from chromadb.api.client import Client
+
+        class BoundedClient(Client):
+            def get_user_identity(self) -> Any:
+                settings = getattr(_building, "settings", None)
+                if settings is not None:
+                    _install_session(self._server, settings)
+                return super().get_user_identity()
+
+        _CLIENT_CLASS = BoundedClient
+    return _CLIENT_CLASS
+
+
+_CLIENT_CLASS: type[ClientAPI] | None = None
+
+
+def _cause[E: BaseException](exc: BaseException, kind: type[E]) -> E | None:
+    """The first exception of type ``kind`` in ``exc``'s cause/context chain."""
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            return None
+        if isinstance(seen, kind):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def refuse_local_client(client: Any) -> None:
@@ -58,8 +123,34 @@ def refuse_local_client(client: Any) -> None:
         )
 
 
+def _not_chroma(url: str, path: str, response: httpx.Response, why: str) -> NotChromaServerError:
+    body = " ".join(response.text[:120].split())
+    return NotChromaServerError(
+        f"{url} answered but is not a Chroma server (GET /api/v2{path} -> {response.status_code} "
+        f"{response.reason_phrase}{': ' + why if why else ''}{'; body: ' + repr(body) if body else ''}). "
+        "Point url= / FLUX_CHROMA_URL at a `chroma run` server (`flux-chroma server --path DIR` "
+        "starts one); this is not retried."
+    )
+
+
+def _chroma_json(url: str, path: str, response: httpx.Response, key: str) -> dict[str, Any]:
+    """The JSON object Chroma answers on ``path`` (it must hold ``key``)."""
+    status = response.status_code
+    if status in (401, 403) or status >= 500 or status in (408, 425, 429):
+        response.raise_for_status()  # credentials or transient: classified by the caller
+    if status != 200:
+        raise _not_chroma(url, path, response, "")
+    try:
+        body = response.json()
+    except ValueError:
+        raise _not_chroma(url, path, response, "the answer is not JSON") from None
+    if not isinstance(body, dict) or key not in body:
+        raise _not_chroma(url, path, response, f"the answer has no {key!r}")
+    return body
+
+
 def server_info(settings: ConnectionSettings) -> dict[str, Any]:
-    """Probe the server's heartbeat and pre-flight checks with the configured timeouts.
+    """Probe the server's heartbeat and pre-flight checks, each request bounded as a whole.
 
     Args:
         settings: Connection settings.
@@ -69,42 +160,63 @@ def server_info(settings: ConnectionSettings) -> dict[str, Any]:
 
     Raises:
         ChromaUnavailableError: The server did not answer in time.
+        NotChromaServerError: Something answers at the URL, but not Chroma.
     """
     base = settings.url + "/api/v2"
     try:
-        with httpx.Client(
-            timeout=_timeout(settings),
-            headers=settings.header_dict(),
-            verify=settings.ssl_verify,
-        ) as http:
-            beat = http.get(base + "/heartbeat")
-            beat.raise_for_status()
-            checks = http.get(base + "/pre-flight-checks")
-            checks.raise_for_status()
+        with _session(settings) as http:
+            beat = _chroma_json(settings.url, "/heartbeat", http.get(base + "/heartbeat"), "nanosecond heartbeat")
+            checks = _chroma_json(
+                settings.url, "/pre-flight-checks", http.get(base + "/pre-flight-checks"), "max_batch_size"
+            )
             version = http.get(base + "/version")
             return {
-                "heartbeat": beat.json(),
-                "max_batch_size": int(checks.json().get("max_batch_size", 0)),
+                "heartbeat": beat,
+                "max_batch_size": int(checks.get("max_batch_size") or 0),
                 "version": version.json() if version.status_code == 200 else None,
             }
     except (httpx.HTTPError, ValueError) as exc:
         raise classify_chroma_error(exc, action="heartbeat", url=settings.url) from None
 
 
+def _connect_error(exc: BaseException, settings: ConnectionSettings) -> FluxChromaError:
+    """What a failing client constructor means, after the server answered the heartbeat."""
+    url = settings.url
+    late = _cause(exc, RequestDeadlineError)
+    if late is not None:
+        return ChromaUnavailableError(
+            f"Chroma server at {url} answered heartbeat but never answered {late.what} within "
+            f"{late.budget:g} s (read_timeout) while connecting. The server (or a proxy in front of "
+            "it) is stuck or overloaded; the task is retried when it has retry_max_attempts > 0."
+        )
+    mapped = classify_chroma_error(exc, action="connect", url=url)
+    if isinstance(exc, (TypeError, KeyError, ValueError)) and not isinstance(mapped, ChromaUnavailableError):
+        return NotChromaServerError(
+            f"{url} answered heartbeat but is not a Chroma server: its answers to the client's "
+            f"start-up calls (/api/v2/auth/identity, tenant, database) are not Chroma's "
+            f"({type(exc).__name__}: {exc}). Point url= / FLUX_CHROMA_URL at a `chroma run` server; "
+            "this is not retried."
+        )
+    return mapped
+
+
 def get_client(settings: ConnectionSettings, database: str | None = None) -> ClientAPI:
     """Return this process's cached HttpClient for ``settings`` (and ``database``).
+
+    Every request of the client (its constructor's included) is bounded as a whole: connect
+    within ``connect_timeout``, complete answer within ``read_timeout``.
 
     Args:
         settings: Where the server is, with headers and timeouts.
         database: Chroma database name (``None`` = Chroma's default database).
 
     Returns:
-        A ``chromadb`` client bound to the server, with connect/read timeouts installed.
+        A ``chromadb`` client bound to the server.
 
     Raises:
         ChromaUnavailableError: The server is unreachable or did not answer in time.
+        NotChromaServerError: Something answers at the URL, but not Chroma.
     """
-    import chromadb
     from chromadb.config import Settings
 
     db = database or _DEFAULT_DATABASE
@@ -116,29 +228,24 @@ def get_client(settings: ConnectionSettings, database: str | None = None) -> Cli
         client = _clients.get(key)
         if client is not None:
             return client
-        server_info(settings)  # bounded probe: the constructor below has no timeout
+        server_info(settings)  # names a dead or non-Chroma server before chromadb's client does
+        chroma_settings = Settings(
+            chroma_api_impl="chromadb.api.fastapi.FastAPI",
+            chroma_server_host=settings.host,
+            chroma_server_http_port=settings.port,
+            chroma_server_ssl_enabled=settings.ssl,
+            chroma_server_headers=settings.header_dict(),
+            anonymized_telemetry=False,
+            chroma_server_ssl_verify=settings.ssl_verify if settings.ssl else None,
+        )
+        _building.settings = settings
         try:
-            client = chromadb.HttpClient(
-                host=settings.host,
-                port=settings.port,
-                ssl=settings.ssl,
-                headers=settings.header_dict(),
-                settings=Settings(
-                    anonymized_telemetry=False,
-                    chroma_server_ssl_verify=settings.ssl_verify if settings.ssl else None,
-                ),
-                tenant=_DEFAULT_TENANT,
-                database=db,
-            )
+            client = _client_class()(tenant=_DEFAULT_TENANT, database=db, settings=chroma_settings)  # type: ignore[call-arg]
         except Exception as exc:  # noqa: BLE001 - classified in one place
-            raise classify_chroma_error(exc, action="connect", url=settings.url) from None
-        session = getattr(getattr(client, "_server", None), "_session", None)
-        if not isinstance(session, httpx.Client):
-            raise ChromaUnavailableError(
-                "chromadb's HttpClient no longer exposes its HTTP session; flux-chroma cannot "
-                "install timeouts. Use the chromadb version range flux-chroma declares."
-            )
-        session.timeout = _timeout(settings)
+            raise _connect_error(exc, settings) from None
+        finally:
+            _building.settings = None
+        _install_session(getattr(client, "_server", None), settings)  # no-op when already bounded
         _clients[key] = client
         return client
 
@@ -181,9 +288,7 @@ def database_exists_or_create(settings: ConnectionSettings, database: str) -> No
                 anonymized_telemetry=False,
             )
         )
-        session = getattr(getattr(admin, "_server", None), "_session", None)
-        if isinstance(session, httpx.Client):
-            session.timeout = _timeout(settings)
+        _install_session(getattr(admin, "_server", None), settings)
         try:
             admin.get_database(database, tenant=_DEFAULT_TENANT)
         except Exception as exc:  # noqa: BLE001

@@ -87,7 +87,7 @@ class ConnectionSettings:
         url: ``http(s)://host:port`` of the Chroma server.
         headers: Extra HTTP headers (e.g. a proxy token). Values are redacted in ``repr``.
         connect_timeout: Seconds to establish a connection.
-        read_timeout: Seconds to wait for a response; bounds a hung server.
+        read_timeout: Seconds for each whole request once connected (send + complete answer).
         ssl_verify: Verify TLS certificates (https only).
     """
 

@@ -37,6 +37,7 @@ from flux_chroma.errors import (
     InvalidNameError,
     InvalidQueryError,
     ModelNotAvailableError,
+    NotChromaServerError,
     OneOwnerError,
     ServerStartError,
     TenantError,
@@ -107,7 +108,7 @@ def exit_code_for(exc: BaseException) -> ExitCode:
     """
     if isinstance(exc, CliError):
         return exc.code
-    if isinstance(exc, ChromaUnavailableError):
+    if isinstance(exc, (ChromaUnavailableError, NotChromaServerError)):
         return ExitCode.UNREACHABLE
     if isinstance(exc, OneOwnerError):
         return ExitCode.USAGE
@@ -132,6 +133,8 @@ def hint_for(exc: BaseException) -> str:
             "start a server with `flux-chroma server --path DIR`, or pass --url / set "
             "FLUX_CHROMA_URL; `flux-chroma doctor` checks the whole setup."
         )
+    if isinstance(exc, NotChromaServerError):
+        return "pass the URL of a `chroma run` server with --url or FLUX_CHROMA_URL; `flux-chroma doctor` checks it."
     if isinstance(exc, TenantError):
         return "pass --tenant NAME or set FLUX_CHROMA_TENANT (lowercase letters, digits, hyphens)."
     if isinstance(exc, CollectionNotFoundError):

@@ -21,7 +21,8 @@ worker user (it is created mode 0700).
 :class:`SafeDisk` refuses every storage mode except raw bytes in SQLite: a row tampered to
 "pickle" mode is a miss, never unpickled, and file paths from the database are never opened
 or deleted. Any cache failure (locked or corrupt database, full disk) degrades to misses and
-is logged; the cache can never fail an embedding call.
+is logged; the cache can never fail an embedding call. A database locked by another process
+(a backup tool, a ``sqlite3`` shell) is waited for at most :data:`BUSY_TIMEOUT` seconds.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import sqlite3
 import struct
 import threading
 import time
@@ -55,6 +57,13 @@ _HEAD_V1 = struct.Struct("<4sI16s")
 _NO_TOKENS = 0xFFFFFFFF
 _REFUSED = object()  # what SafeDisk returns instead of a non-raw value
 _REOPEN_AFTER = 30.0  # seconds without cache after a failed open
+BUSY_TIMEOUT = 0.25
+"""Seconds the cache waits for SQLite's lock before treating a lookup as misses / skipping a store.
+
+diskcache's defaults wait 60 s for the lock, and retry statements of its opening for another
+60 s: a backup tool or a ``sqlite3`` shell holding ``BEGIN EXCLUSIVE`` on ``cache.db`` stalled
+a 5-document write for 121 s. The cache is an optimisation; it must never be what a task waits on.
+"""
 
 
 def default_cache_dir() -> Path:
@@ -120,6 +129,27 @@ class SafeDisk(diskcache.Disk):  # type: ignore[misc]
         target = os.path.realpath(os.path.join(root, file_path))
         if os.path.commonpath([root, target]) == root and target != root:
             super().remove(file_path)
+
+
+class _BoundedCache(diskcache.Cache):  # type: ignore[misc]
+    """diskcache's ``Cache`` whose opening statements give up on a busy database after
+    :data:`BUSY_TIMEOUT` instead of retrying them for 60 s."""
+
+    @property
+    def _sql_retry(self) -> Any:
+        sql = self._sql
+
+        def execute(statement: str, *args: Any, **kwargs: Any) -> Any:
+            deadline = time.monotonic() + BUSY_TIMEOUT
+            while True:
+                try:
+                    return sql(statement, *args, **kwargs)
+                except sqlite3.OperationalError as exc:
+                    if str(exc) != "database is locked" or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.005)
+
+        return execute
 
 
 @dataclass
@@ -259,14 +289,14 @@ class EmbeddingCache:
             # A connection inherited through fork() must not be used: open a fresh one.
             try:
                 self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-                self._cache = diskcache.Cache(
+                self._cache = _BoundedCache(
                     str(self.directory),
                     size_limit=self.size_limit,
                     eviction_policy="least-recently-used",
                     disk=SafeDisk,
                     disk_min_file_size=2**30,
                     statistics=False,
-                    timeout=60,
+                    timeout=BUSY_TIMEOUT,
                 )
                 self._pid = os.getpid()
             except Exception as exc:  # noqa: BLE001 - a broken cache must not fail embedding

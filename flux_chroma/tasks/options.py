@@ -33,7 +33,7 @@ class ChromaOptions:
         token: Bearer token (default ``FLUX_CHROMA_TOKEN``). Never logged.
         token_secret: Name of a Flux secret holding the token (uses ``secret_requests``).
         connect_timeout: Seconds to connect (default 5).
-        read_timeout: Seconds to wait for an answer (default 60).
+        read_timeout: Seconds for each whole request once connected (default 60).
         embedding_function: A chromadb embedding function. ``None`` uses the collection's
             pinned function, or the fast default model for new collections.
         cache: Reuse embeddings through the per-text embedding cache (never skips a write).
