@@ -30,7 +30,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import sqlite3
 import struct
 import threading
 import time
@@ -42,6 +41,8 @@ from typing import Any, Self
 import diskcache
 import numpy as np
 import numpy.typing as npt
+
+from flux_chroma.embedding.cache_storage import BUSY_TIMEOUT, BoundedCache, SafeDisk
 
 __all__ = ["CACHE_DIR_ENV", "CacheStats", "EmbeddingCache", "SafeDisk", "default_cache_dir"]
 
@@ -55,15 +56,7 @@ _HEAD = struct.Struct("<4sII16s")
 _MAGIC_V1 = b"FCE1"  # no token count
 _HEAD_V1 = struct.Struct("<4sI16s")
 _NO_TOKENS = 0xFFFFFFFF
-_REFUSED = object()  # what SafeDisk returns instead of a non-raw value
 _REOPEN_AFTER = 30.0  # seconds without cache after a failed open
-BUSY_TIMEOUT = 0.25
-"""Seconds the cache waits for SQLite's lock before treating a lookup as misses / skipping a store.
-
-diskcache's defaults wait 60 s for the lock, and retry statements of its opening for another
-60 s: a backup tool or a ``sqlite3`` shell holding ``BEGIN EXCLUSIVE`` on ``cache.db`` stalled
-a 5-document write for 121 s. The cache is an optimisation; it must never be what a task waits on.
-"""
 
 
 def default_cache_dir() -> Path:
@@ -79,77 +72,6 @@ def default_cache_dir() -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
     base = Path(xdg).expanduser() if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
     return base / "flux-chroma" / "embeddings"
-
-
-class SafeDisk(diskcache.Disk):  # type: ignore[misc]
-    """A diskcache ``Disk`` that only ever reads raw values stored inside SQLite.
-
-    Pickled keys or values, values in files and text files are refused (read as a miss);
-    ``remove`` ignores paths outside the cache folder. Our values are small bytes, which
-    diskcache stores raw in SQLite (``disk_min_file_size`` is set above any vector size).
-    """
-
-    def get(self, key: Any, raw: bool) -> Any:
-        """Return a raw key; a pickled key is never unpickled.
-
-        Args:
-            key: The database key.
-            raw: Whether the key is stored raw.
-
-        Returns:
-            The key, or a placeholder for a pickled key.
-        """
-        if not raw:
-            return _REFUSED
-        return super().get(key, raw)
-
-    def fetch(self, mode: int, filename: str | None, value: Any, read: bool) -> Any:
-        """Return a raw value; every other mode (pickle, file, text) gives a placeholder.
-
-        Args:
-            mode: diskcache storage mode of the row.
-            filename: File name of the row (never opened).
-            value: The database value.
-            read: Whether a file handle was requested (never honoured).
-
-        Returns:
-            ``bytes`` for a raw row, else a placeholder that the cache treats as a miss.
-        """
-        if mode != diskcache.core.MODE_RAW or read:
-            return _REFUSED
-        return bytes(value) if isinstance(value, (bytes, bytearray, memoryview)) else _REFUSED
-
-    def remove(self, file_path: str) -> None:
-        """Remove a value file, but only inside the cache folder.
-
-        Args:
-            file_path: Path relative to the cache folder.
-        """
-        root = os.path.realpath(self._directory)
-        target = os.path.realpath(os.path.join(root, file_path))
-        if os.path.commonpath([root, target]) == root and target != root:
-            super().remove(file_path)
-
-
-class _BoundedCache(diskcache.Cache):  # type: ignore[misc]
-    """diskcache's ``Cache`` whose opening statements give up on a busy database after
-    :data:`BUSY_TIMEOUT` instead of retrying them for 60 s."""
-
-    @property
-    def _sql_retry(self) -> Any:
-        sql = self._sql
-
-        def execute(statement: str, *args: Any, **kwargs: Any) -> Any:
-            deadline = time.monotonic() + BUSY_TIMEOUT
-            while True:
-                try:
-                    return sql(statement, *args, **kwargs)
-                except sqlite3.OperationalError as exc:
-                    if str(exc) != "database is locked" or time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.005)
-
-        return execute
 
 
 @dataclass
@@ -289,7 +211,7 @@ class EmbeddingCache:
             # A connection inherited through fork() must not be used: open a fresh one.
             try:
                 self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-                self._cache = _BoundedCache(
+                self._cache = BoundedCache(
                     str(self.directory),
                     size_limit=self.size_limit,
                     eviction_policy="least-recently-used",

@@ -1,0 +1,93 @@
+"""The cache's SQLite storage: a diskcache ``Disk`` that only reads raw values, and a ``Cache``
+that never waits long for a lock held by another process."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from typing import Any
+
+import diskcache
+
+__all__ = ["BUSY_TIMEOUT", "BoundedCache", "SafeDisk"]
+
+BUSY_TIMEOUT = 0.25
+"""Seconds the cache waits for SQLite's lock before treating a lookup as misses / skipping a store.
+
+diskcache's defaults wait 60 s for the lock, and retry statements of its opening for another
+60 s: a backup tool or a ``sqlite3`` shell holding ``BEGIN EXCLUSIVE`` on ``cache.db`` stalled
+a 5-document write for 121 s. The cache is an optimisation; it must never be what a task waits on.
+"""
+_REFUSED = object()  # what SafeDisk returns instead of a non-raw value
+
+
+class SafeDisk(diskcache.Disk):  # type: ignore[misc]
+    """A diskcache ``Disk`` that only ever reads raw values stored inside SQLite.
+
+    Pickled keys or values, values in files and text files are refused (read as a miss);
+    ``remove`` ignores paths outside the cache folder. Our values are small bytes, which
+    diskcache stores raw in SQLite (``disk_min_file_size`` is set above any vector size).
+    """
+
+    def get(self, key: Any, raw: bool) -> Any:
+        """Return a raw key; a pickled key is never unpickled.
+
+        Args:
+            key: The database key.
+            raw: Whether the key is stored raw.
+
+        Returns:
+            The key, or a placeholder for a pickled key.
+        """
+        if not raw:
+            return _REFUSED
+        return super().get(key, raw)
+
+    def fetch(self, mode: int, filename: str | None, value: Any, read: bool) -> Any:
+        """Return a raw value; every other mode (pickle, file, text) gives a placeholder.
+
+        Args:
+            mode: diskcache storage mode of the row.
+            filename: File name of the row (never opened).
+            value: The database value.
+            read: Whether a file handle was requested (never honoured).
+
+        Returns:
+            ``bytes`` for a raw row, else a placeholder that the cache treats as a miss.
+        """
+        if mode != diskcache.core.MODE_RAW or read:
+            return _REFUSED
+        return bytes(value) if isinstance(value, (bytes, bytearray, memoryview)) else _REFUSED
+
+    def remove(self, file_path: str) -> None:
+        """Remove a value file, but only inside the cache folder.
+
+        Args:
+            file_path: Path relative to the cache folder.
+        """
+        root = os.path.realpath(self._directory)
+        target = os.path.realpath(os.path.join(root, file_path))
+        if os.path.commonpath([root, target]) == root and target != root:
+            super().remove(file_path)
+
+
+class BoundedCache(diskcache.Cache):  # type: ignore[misc]
+    """diskcache's ``Cache`` whose opening statements give up on a busy database after
+    :data:`BUSY_TIMEOUT` instead of retrying them for 60 s."""
+
+    @property
+    def _sql_retry(self) -> Any:
+        sql = self._sql
+
+        def execute(statement: str, *args: Any, **kwargs: Any) -> Any:
+            deadline = time.monotonic() + BUSY_TIMEOUT
+            while True:
+                try:
+                    return sql(statement, *args, **kwargs)
+                except sqlite3.OperationalError as exc:
+                    if str(exc) != "database is locked" or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.005)
+
+        return execute
