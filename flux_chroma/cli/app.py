@@ -225,7 +225,8 @@ def query(
     """Print the nearest records to TEXT in one of the tenant's collections, ranked."""
     with cli_errors(debug=debug, json_out=json_out):
         from flux_chroma.chroma.naming import validate_collection_name
-        from flux_chroma.cli.workflows import cli_query
+        from flux_chroma.cli.workflows import cli_collections, cli_query
+        from flux_chroma.errors import CollectionNotFoundError
 
         settings = check_settings(url)
         check_tenant(tenant, tenancy)
@@ -240,7 +241,17 @@ def query(
             "where": json_option(where, "--where"),
             "where_document": json_option(where_document, "--where-document"),
         }
-        hits = run_workflow(cli_query, payload, flux_home)
+        try:
+            hits = run_workflow(cli_query, payload, flux_home)
+        except CollectionNotFoundError as exc:
+            from flux_chroma.cli.wording import did_you_mean
+
+            def names() -> list[str]:
+                base = {"tenant": tenant, "tenancy": tenancy, "url": settings.url}
+                return [c["name"] for c in run_workflow(cli_collections, base, flux_home)]
+
+            exc.cli_hint = did_you_mean(collection, str(tenant), names)  # type: ignore[attr-defined]
+            raise
         if json_out:
             print_json({"tenant": tenant, "collection": collection, "question": text, "hits": hits})
         else:

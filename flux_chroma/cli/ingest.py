@@ -43,7 +43,8 @@ def sources_for(paths: Sequence[Path], globs: Sequence[str] | None = None) -> li
         Source references for :class:`~flux_chroma.ingest.IngestJob`.
 
     Raises:
-        CliError: A path does not exist (exit code 2).
+        CliError: A path does not exist, or no file in a directory matches the globs
+            (exit code 2).
     """
     sources: list[dict[str, Any]] = []
     for raw in paths:
@@ -52,6 +53,7 @@ def sources_for(paths: Sequence[Path], globs: Sequence[str] | None = None) -> li
             source: dict[str, Any] = {"kind": "files", "path": str(path)}
             if globs:
                 source["glob"] = list(globs)
+            _require_matches(path, globs)
         elif path.is_file() and path.suffix == ".jsonl":
             source = {"kind": "jsonl", "path": str(path)}
         elif path.is_file():
@@ -60,6 +62,28 @@ def sources_for(paths: Sequence[Path], globs: Sequence[str] | None = None) -> li
             raise CliError(f"{raw} does not exist.", "give files or directories to ingest.", ExitCode.USAGE)
         sources.append(source)
     return sources
+
+
+def _require_matches(folder: Path, globs: Sequence[str] | None) -> None:
+    """Refuse a directory none of whose files the globs match (a silent 0-doc job otherwise)."""
+    from flux_chroma.ingest.sources import DEFAULT_GLOBS, _listing
+
+    patterns = list(globs or DEFAULT_GLOBS)
+    if _listing({"path": str(folder), "glob": patterns, "id": folder.name}):
+        return
+    shown = " ".join(f"--glob '{g}'" for g in patterns)
+    files = [f for f in folder.rglob("*") if f.is_file()]
+    if not files:
+        raise CliError(f"{folder} holds no files to ingest ({shown} matched nothing).", "", ExitCode.USAGE)
+    sample = files[0].relative_to(folder)
+    example = f"**/*{sample.suffix}" if sample.suffix else f"**/{sample.name}"
+    names = ", ".join(repr(f.relative_to(folder).as_posix()) for f in files[:3])
+    raise CliError(
+        f"no file under {folder} matches {shown} ({plural(len(files), 'file')} there, e.g. {names}).",
+        f"pass --glob with a pattern that matches them, e.g. --glob '{example}' "
+        "(repeatable; '**/*' takes every file).",
+        ExitCode.USAGE,
+    )
 
 
 def build_job(

@@ -128,6 +128,8 @@ def hint_for(exc: BaseException) -> str:
     """
     if isinstance(exc, CliError):
         return exc.hint
+    if getattr(exc, "cli_hint", None):  # set by a command that knows better (did you mean ...?)
+        return str(exc.cli_hint)  # type: ignore[attr-defined]
     if isinstance(exc, ChromaUnavailableError):
         return (
             "start a server with `flux-chroma server --path DIR`, or pass --url / set "
@@ -136,7 +138,7 @@ def hint_for(exc: BaseException) -> str:
     if isinstance(exc, NotChromaServerError):
         return "pass the URL of a `chroma run` server with --url or FLUX_CHROMA_URL; `flux-chroma doctor` checks it."
     if isinstance(exc, TenantError):
-        return "pass --tenant NAME or set FLUX_CHROMA_TENANT (lowercase letters, digits, hyphens)."
+        return "pass --tenant, e.g. --tenant acme (lowercase letters, digits, hyphens), or set FLUX_CHROMA_TENANT."
     if isinstance(exc, CollectionNotFoundError):
         return "list the tenant's collections with `flux-chroma collections --tenant NAME`."
     if isinstance(exc, (EmbeddingMismatchError, UnpinnedCollectionError)):
@@ -153,10 +155,12 @@ def hint_for(exc: BaseException) -> str:
 
 
 def _message(exc: BaseException) -> str:
+    from flux_chroma.cli.wording import cli_wording
+
     if isinstance(exc, CliError):
-        return exc.message
+        return cli_wording(exc.message)
     if isinstance(exc, FluxChromaError):
-        return str(exc)
+        return cli_wording(str(exc))
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text and text != "None" else type(exc).__name__
 
@@ -247,8 +251,10 @@ def check_tenant(tenant: str | None, tenancy: str = "prefix") -> str:
     """
     from flux_chroma.chroma.naming import Namespace, validate_tenant
 
+    if tenant is None:
+        raise TenantError("no tenant given: every command that touches a collection works inside one tenant.")
     Namespace(validate_tenant(tenant), tenancy)  # type: ignore[arg-type]
-    return tenant  # type: ignore[return-value]
+    return tenant
 
 
 def json_option(value: str | None, option: str) -> Any:
