@@ -44,7 +44,7 @@ def test_failed_job_rerun_replays_its_committed_batches(
         first = run_ingest(job, on_progress=outage_after_batch_1)
         assert first.has_failed
         assert isinstance(first.output, ChromaUnavailableError), first.output
-        assert "stopped at batch 2" in str(first.output) and "2 attempts" in str(first.output)
+        assert "stopped after 2 of" in str(first.output) and "(batch 3 of" in str(first.output) and "2 attempts" in str(first.output)
         assert raw_client.get_collection(f"{tenant}__notes").count() == len(batches[0]) + len(batches[1])
 
         proxy.upstream = url  # the server is back

@@ -123,8 +123,8 @@ def test_source_changed_under_a_running_job_fails_clearly_then_reruns(tmp_path: 
     assert first.has_failed
     err = first.output
     assert isinstance(err, SourceChangedError)
-    assert "'notes' changed" in str(err) and f"stopped at batch {last['batch']}" in str(err)
-    assert f"batch {last['batch']}" in json.dumps(err, cls=FluxEncoder)  # readable across a JSON hop
+    assert "'notes' changed" in str(err) and f"(batch {last['batch'] + 1} of" in str(err)
+    assert f"batch {last['batch'] + 1} of" in json.dumps(err, cls=FluxEncoder)  # readable across a JSON hop
     unwritten = sum(ref["count"] for ref in plan["batches"][last["batch"] :])
     assert err.report["failed"] == unwritten and err.report["deleted"] == 0  # type: ignore[attr-defined]
     partial = stored(raw_client, tenant)

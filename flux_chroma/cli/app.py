@@ -6,7 +6,7 @@ Every command that talks to Chroma takes ``--url`` (default ``FLUX_CHROMA_URL`` 
 ``--flux-home`` (default ``FLUX_HOME`` or ``./.flux``). Errors print ``error:`` and
 ``hint:`` lines on stderr (a traceback only with ``--debug``) and exit with a stable code:
 0 ok, 1 operation failed, 2 usage error, 3 server unreachable, 4 a doctor check failed,
-130 interrupted. See :mod:`flux_chroma.cli.support`.
+130 interrupted, 143 SIGTERM. See :mod:`flux_chroma.cli.support`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from flux_chroma.cli.support import (
     check_settings,
     check_tenant,
     cli_errors,
-    exit_code_for,
     json_option,
     print_json,
     run_workflow,
@@ -79,7 +78,7 @@ def _root(
     """ChromaDB as a safe, durable step inside Flux workflows.
 
     Exit codes: 0 ok, 1 operation failed, 2 usage error, 3 server unreachable,
-    4 a doctor check failed, 130 interrupted.
+    4 a doctor check failed, 130 interrupted, 143 SIGTERM.
     """
 
 
@@ -156,7 +155,7 @@ def ingest(
     """Ingest files into the tenant's collection with a live progress bar (resumable)."""
     with cli_errors(debug=debug, json_out=json_out):
         from flux_chroma.chroma.connection import server_info
-        from flux_chroma.cli.ingest import ProgressReporter, build_job, summary_line
+        from flux_chroma.cli.ingest import ProgressReporter, build_job, report_run, stop_on_signals
         from flux_chroma.cli.state import flux_home as use_flux_home
         from flux_chroma.ingest import run_ingest
         from flux_chroma.ingest.spec import MAX_PARALLEL
@@ -186,23 +185,9 @@ def ingest(
             key=key,
             parallel=parallel,
         )
-        with use_flux_home(flux_home), ProgressReporter(quiet=json_out) as reporter:
+        with use_flux_home(flux_home), ProgressReporter(quiet=json_out) as reporter, stop_on_signals(reporter):
             run = run_ingest(job, on_progress=reporter.callback)
-        if not run.has_succeeded:
-            error = run.output
-            text = str(error) if isinstance(error, BaseException) else f"ingestion ended {run.state}: {error!r}"
-            code = exit_code_for(error) if isinstance(error, BaseException) else ExitCode.FAILED
-            raise CliError(
-                text,
-                f"run the same command again to resume execution {run.execution_id}: committed "
-                "batches are replayed, not rewritten.",
-                code,
-            )
-        report = dict(run.output)
-        if json_out:
-            print_json({**report, "execution_id": run.execution_id})
-        else:
-            stdout.print(summary_line(report, run.execution_id), highlight=False, markup=False)
+        report_run(run, json_out)
 
 
 @app.command(cls=Command)

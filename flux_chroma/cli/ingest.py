@@ -7,9 +7,14 @@ the same command again after a crash and it resumes; after a change it syncs inc
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from pathlib import Path
+from types import FrameType
 from typing import Any, Self
 
 from rich.progress import (
@@ -23,10 +28,10 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from flux_chroma.cli.support import CliError, ExitCode, stderr
+from flux_chroma.cli.support import CliError, ExitCode, exit_code_for, print_json, stderr, stdout
 from flux_chroma.cli.text import plural
 
-__all__ = ["sources_for", "build_job", "ProgressReporter", "summary_line"]
+__all__ = ["sources_for", "build_job", "ProgressReporter", "summary_line", "stop_on_signals", "report_run"]
 
 
 def sources_for(paths: Sequence[Path], globs: Sequence[str] | None = None) -> list[dict[str, Any]]:
@@ -168,8 +173,11 @@ class ProgressReporter:
         self.chunks_done = 0
         self.cache_hits = 0
         self.started = time.monotonic()
+        self.execution_id: str | None = None
+        self.committed_before = 0  # batches already in the log when this process started
         self._progress: Progress | None = None
         self._task: Any = None
+        self._chunks_before = 0
 
     def __enter__(self) -> Self:
         if self.live and not self.quiet:
@@ -187,8 +195,25 @@ class ProgressReporter:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the live bar (idempotent), leaving the cursor on a fresh line."""
         if self._progress is not None:
             self._progress.stop()
+            self._progress = None
+
+    def committed(self) -> int:
+        """Batches committed to Flux's log so far (read from the log; else counted here)."""
+        if self.execution_id is not None:
+            with suppress(Exception):  # best effort while stopping
+                from flux.context_managers import ContextManager
+
+                from flux_chroma.ingest.jobs import committed_work
+
+                events = list(ContextManager.create().get(self.execution_id).events)
+                return int(committed_work(events)["committed"] or 0)
+        return self.committed_before + self.batches_done
 
     @property
     def callback(self) -> Callable[[dict[str, Any]], None]:
@@ -206,14 +231,30 @@ class ProgressReporter:
             value: The value a task emitted.
         """
         phase = value.get("phase")
-        if phase == "planned":
+        if phase == "execution":
+            self.execution_id = str(value.get("execution_id"))
+            self.committed_before = int(value.get("committed") or 0)
+            self._chunks_before = int(value.get("committed_chunks") or 0)
+            self.batches_total = int(value.get("batches") or 0)
+            previous = value.get("resumed_from")
+            if previous:
+                again = "" if previous == self.execution_id else f" as {self.execution_id}"
+                self._line(
+                    f"resuming execution {previous}{again}, "
+                    f"{plural(self.committed_before, 'batch')} already committed"
+                )
+        elif phase == "planned":
             self.batches_total = int(value.get("batches") or 0)
             chunks = int(value.get("chunks") or 0)
             label = f"{value.get('tenant')}/{value.get('collection')}"
             if self._progress is not None:
                 short = label if len(label) <= 20 else label[:19] + "…"
                 self._task = self._progress.add_task(
-                    short, total=chunks, batches=f"0/{self.batches_total}", hits=0
+                    short,
+                    total=chunks,
+                    completed=self._chunks_before,
+                    batches=f"{self.committed_before}/{self.batches_total}",
+                    hits=0,
                 )
             else:
                 self._line(
@@ -228,7 +269,7 @@ class ProgressReporter:
                 self._progress.update(
                     self._task,
                     advance=chunks,
-                    batches=f"{self.batches_done}/{self.batches_total}",
+                    batches=f"{self.committed_before + self.batches_done}/{self.batches_total}",
                     hits=self.cache_hits,
                 )
             else:
@@ -240,6 +281,51 @@ class ProgressReporter:
                 )
         elif phase == "cleanup":
             self._line(f"cleanup: deleted {plural(int(value.get('deleted', 0)), 'stale chunk')}")
+
+
+def _before(report: dict[str, Any]) -> str:
+    """`` (N by this run, M before)`` when earlier runs wrote part of what the report counts."""
+    timings = report.get("batch_timings") or []
+    mine = sum(int(t.get("added") or 0) for t in timings if t.get("pid") == os.getpid())
+    before = int(report.get("added") or 0) - mine
+    return f" ({mine} by this run, {before} before)" if before > 0 else ""
+
+
+@contextmanager
+def stop_on_signals(reporter: ProgressReporter) -> Iterator[None]:
+    """Exit at once on SIGINT (130) or SIGTERM (143), abandoning the batch in flight.
+
+    The batch being written is not waited for: Flux's log holds every committed batch, and
+    running the same command again resumes the execution, replays the committed batches and
+    writes the abandoned one again (writes are idempotent). The message says how far it got.
+
+    Args:
+        reporter: The progress reporter (its bar is stopped; it knows the execution).
+    """
+
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        reporter.close()
+        done, total = reporter.committed(), reporter.batches_total
+        name, code = ("Ctrl-C", ExitCode.INTERRUPTED) if signum == signal.SIGINT else ("SIGTERM", ExitCode.TERMINATED)
+        where = f"after {done} of {plural(total, 'batch')} committed" if total else f"after {plural(done, 'batch')} committed"
+        execution = f" execution {reporter.execution_id}" if reporter.execution_id else ""
+        stderr.print(f"interrupted ({name}): stopped {where}.", highlight=False, markup=False)
+        stderr.print(
+            f"hint: run the same command again to resume{execution}: committed batches are replayed, "
+            "the interrupted one is written again.",
+            highlight=False,
+            markup=False,
+        )
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(int(code))
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def summary_line(report: dict[str, Any], execution_id: str) -> str:
@@ -256,8 +342,34 @@ def summary_line(report: dict[str, Any], execution_id: str) -> str:
         f"ingested {plural(int(report.get('docs', 0)), 'doc')} ({plural(int(report.get('chunks', 0)), 'chunk')}) "
         f"into {report.get('tenant')}/{report.get('collection')} in "
         f"{plural(int(report.get('batches', 0)), 'batch')}: "
-        f"added {report.get('added', 0)}, updated {report.get('updated', 0)}, skipped "
+        f"added {report.get('added', 0)}{_before(report)}, updated {report.get('updated', 0)}, skipped "
         f"{report.get('skipped', 0)}, deleted {report.get('deleted', 0)}, cache hits "
         f"{report.get('cache_hits', 0)} (execution {execution_id})"
     )
 
+
+def report_run(run: Any, json_out: bool) -> None:
+    """Print a finished ingestion (summary line or JSON), or raise its failure for the CLI.
+
+    Args:
+        run: The execution context :func:`~flux_chroma.ingest.run_ingest` returned.
+        json_out: Print the report as JSON.
+
+    Raises:
+        CliError: The run failed; the hint says how to resume it.
+    """
+    if not run.has_succeeded:
+        error = run.output
+        text = str(error) if isinstance(error, BaseException) else f"ingestion ended {run.state}: {error!r}"
+        code = exit_code_for(error) if isinstance(error, BaseException) else ExitCode.FAILED
+        raise CliError(
+            text,
+            f"run the same command again to resume execution {run.execution_id}: committed "
+            "batches are replayed, not rewritten.",
+            code,
+        )
+    report = dict(run.output)
+    if json_out:
+        print_json({**report, "execution_id": run.execution_id})
+    else:
+        stdout.print(summary_line(report, run.execution_id), highlight=False, markup=False)

@@ -9,6 +9,7 @@ Exit codes scripts can rely on (see :class:`ExitCode`):
 3    the Chroma server is unreachable
 4    ``doctor`` found a failing check
 130  interrupted (Ctrl-C)
+143  stopped by SIGTERM
 ==== =====================================================================
 """
 
@@ -79,6 +80,7 @@ class ExitCode(IntEnum):
     UNREACHABLE = 3
     CHECK_FAILED = 4
     INTERRUPTED = 130
+    TERMINATED = 143
 
 
 class CliError(Exception):

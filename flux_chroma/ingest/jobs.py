@@ -36,7 +36,7 @@ from flux.domain.events import ExecutionEventType
 from flux_chroma.errors import ConfigurationError
 from flux_chroma.ingest.spec import digest_of
 
-__all__ = ["execution_base", "execution_id", "latest_run", "run_durable", "JobBusyError", "Progress"]
+__all__ = ["execution_base", "execution_id", "latest_run", "run_durable", "JobBusyError", "Progress", "committed_work"]
 
 Progress = Callable[[Any], None]
 _RESUMABLE = {"CREATED", "RUNNING"}
@@ -102,9 +102,39 @@ def _replayable_events(previous: ExecutionContext[Any]) -> list[Any]:
     return [e for e in previous.events if e.type in _TASK_EVENTS and e.source_id in done]
 
 
-def _run(wf: Any, ctx: ExecutionContext[Any], on_progress: Progress | None) -> ExecutionContext[Any]:
+def committed_work(events: list[Any]) -> dict[str, int | None]:
+    """What an execution's event log already holds: committed ingestion batches and chunks.
+
+    Args:
+        events: The execution's events (or the ones copied into a re-run).
+
+    Returns:
+        ``{"committed": batches, "committed_chunks": chunks, "batches": planned total or None}``.
+    """
+    done = [(str(e.name), _stored(e.value)) for e in events if e.type == ExecutionEventType.TASK_COMPLETED]
+    batches = [value for name, value in done if name.startswith("ingest_batch")]
+    plans = [value for name, value in done if name.startswith("plan_ingest") and "batches" in value]
+    return {
+        "committed": len(batches),
+        "committed_chunks": sum(int(b.get("chunks", 0)) for b in batches),
+        "batches": sum(len(p["batches"]) for p in plans) if plans else None,
+    }
+
+
+def _stored(value: Any) -> dict[str, Any]:
+    """A task output as stored in the log (inline references resolved; else ``{}``)."""
+    if getattr(value, "storage_type", None) == "inline":
+        value = value.metadata.get("value")
+    return value if isinstance(value, dict) else {}
+
+
+def _run(
+    wf: Any, ctx: ExecutionContext[Any], on_progress: Progress | None, resumed_from: str | None = None
+) -> ExecutionContext[Any]:
     ctx.set_checkpoint(wf._save)
     if on_progress is not None:
+        on_progress({"phase": "execution", "execution_id": ctx.execution_id, "resumed_from": resumed_from,
+                     **committed_work(list(ctx.events))})
         ctx.set_progress_callback(lambda _eid, _tid, _name, value: on_progress(value))
     result: ExecutionContext[Any] = asyncio.run(wf(ctx))
     return result
@@ -141,7 +171,7 @@ def run_durable(
             state = str(summary["state"])
             eid = execution_id(base, run)
             if state in _RESUMABLE:
-                return _run(wf, _manager().get(eid), on_progress)
+                return _run(wf, _manager().get(eid), on_progress, resumed_from=eid)
             if state in _RERUN_WITH_REPLAY:
                 copied = _replayable_events(_manager().get(eid))
                 replayed_from = eid
@@ -161,4 +191,4 @@ def run_durable(
         ctx.start(f"{wf.name}_{eid}")
         ctx.events.extend(copied)
         wf._save(ctx)  # exists (RUNNING) before the first task: a crash anywhere is resumable
-        return _run(wf, ctx, on_progress)
+        return _run(wf, ctx, on_progress, resumed_from=replayed_from)

@@ -36,7 +36,7 @@ def build_report(job: IngestJob, plan: dict[str, Any], receipts: list[dict[str, 
         ``digest``, ``sources``, ``docs``, ``chunks``, ``batches``, ``added``, ``updated``,
         ``skipped``, ``deleted``, ``failed`` (chunks not written), ``embedded``,
         ``cache_hits``, ``embed_seconds``, ``verified``, ``cleanup``, ``duplicates``,
-        ``duplicate_count`` and ``batch_timings`` (per batch: chunks, skipped, seconds,
+        ``duplicate_count`` and ``batch_timings`` (per batch: chunks, added, skipped, seconds,
         embed_seconds, and the Flux worker, execution and process id that wrote it;
         ``worker`` is ``None`` inline).
     """
@@ -61,7 +61,7 @@ def build_report(job: IngestJob, plan: dict[str, Any], receipts: list[dict[str, 
     report["duplicate_count"] = plan["duplicate_count"]
     report["batch_timings"] = [
         {
-            **{k: r[k] for k in ("batch", "chunks", "skipped", "seconds", "embed_seconds", "execution_id", "pid")},
+            **{k: r[k] for k in ("batch", "chunks", "added", "skipped", "seconds", "embed_seconds", "execution_id", "pid")},
             "worker": r.get("worker"),
         }
         for r in receipts
@@ -77,8 +77,9 @@ def _stopped(exc: BaseException, job: IngestJob, plan: dict[str, Any], receipts:
         text = getattr(exc, "message", None) or repr(getattr(exc, "inner_exception", None) or exc)
         inner = FluxChromaError(f"{type(exc).__name__}: {text}")
     message = (
-        f"ingestion job {job.tenant}/{plan['collection']} stopped at batch {ref['batch']} of "
-        f"{len(plan['batches'])} ({len(receipts)} batches committed, cleanup not run): {(inner.message or type(inner).__name__).rstrip('.')}. "
+        f"ingestion job {job.tenant}/{plan['collection']} stopped after {len(receipts)} of "
+        f"{len(plan['batches'])} batches committed (batch {ref['batch'] + 1} of {len(plan['batches'])} failed, "
+        f"cleanup not run): {(inner.message or type(inner).__name__).rstrip('.')}. "
         "Run the job again (run_ingest): committed batches are replayed, not rewritten."
     )
     err = inner.__class__.__new__(inner.__class__)
