@@ -78,8 +78,9 @@ def test_a_misspelt_collection_gets_did_you_mean(url: str, tenant: str) -> None:
          "Ingest into it first (flux-chroma ingest PATH -c NAME), or check the name."),
         ("Run the job again (run_ingest): committed batches are replayed.",
          "Run the same command again: committed batches are replayed."),
+        ("Point url= / FLUX_CHROMA_URL at a `chroma run` server.", "Point --url / FLUX_CHROMA_URL at a `chroma run` server."),
     ],
-    ids=["with-options", "retry-advice", "embed-and-add", "run-ingest"],
+    ids=["with-options", "retry-advice", "embed-and-add", "run-ingest", "url-option"],
 )
 def test_library_advice_is_reworded_for_the_command_line(library: str, cli_text: str) -> None:
     assert cli_wording(library) == cli_text

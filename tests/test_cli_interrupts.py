@@ -86,3 +86,36 @@ def test_a_signal_stops_ingest_at_once_and_the_rerun_resumes_exactly(
     resumed = _records(raw_client, f"{tenant}__sixty")
     assert len(resumed) == 60
     assert resumed == _records(raw_client, f"{tenant}__sixty-clean")
+
+
+def test_ctrl_c_on_a_terminal_stops_the_live_bar_and_fits_80_columns(url: str, tenant: str, tmp_path: Path) -> None:
+    from cli_terminal import run_in_pty
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for n in range(60):
+        (docs / f"doc-{n:02d}.md").write_text(f"Terminal document {n} of {tenant}: {n * 11} embeddings.")
+    sent: list[float] = []
+
+    def interrupt_after_batch_3(text: str, proc: subprocess.Popen[bytes]) -> None:
+        if not sent and any(int(n) >= 3 for n in re.findall(r"batch (\d+)/30", text)):
+            sent.append(time.monotonic())
+            os.kill(proc.pid, signal.SIGINT)
+
+    run = run_in_pty("ingest", str(docs), "-c", "sixty", "--batch-size", "2", "--url", url, "--tenant", tenant,
+                     "--flux-home", str(tmp_path / "flux"), on_output=interrupt_after_batch_3)
+    assert sent, run.text
+    assert run.returncode == 130, run.text
+    assert run.longest() <= 80, run.text
+    flat = " ".join(run.text.split())
+    assert re.search(r"interrupted \(Ctrl-C\): stopped after \d+ of 30 batches committed\.", flat), flat
+    assert "run the same command again to resume execution" in flat
+
+
+def test_a_rerun_of_a_failed_execution_names_both_executions(capsys: pytest.CaptureFixture[str]) -> None:
+    from flux_chroma.cli.ingest import ProgressReporter
+
+    reporter = ProgressReporter(live=False)
+    reporter.update({"phase": "execution", "execution_id": "fc-x-r2", "resumed_from": "fc-x-r1", "committed": 1})
+    reporter.update({"phase": "execution", "execution_id": "fc-y-r1", "resumed_from": None, "committed": 0})
+    assert capsys.readouterr().err.splitlines() == ["resuming execution fc-x-r1 as fc-x-r2, 1 batch already committed"]

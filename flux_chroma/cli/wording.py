@@ -17,6 +17,7 @@ __all__ = ["cli_wording", "did_you_mean"]
 
 _REWRITES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"task\.with_options\(tenant=(['\"]?)([\w-]+)\1\)"), r"--tenant \2"),
+    (re.compile(r"\burl= / FLUX_CHROMA_URL"), "--url / FLUX_CHROMA_URL"),
     (re.compile(r"[;,]?\s*the task is retried when it has retry_max_attempts > 0\.?"), "."),
     (re.compile(r"Ingest into it first \(embed_and_add\)"), "Ingest into it first (flux-chroma ingest PATH -c NAME)"),
     (re.compile(r"Run the job again \(run_ingest\)"), "Run the same command again"),
