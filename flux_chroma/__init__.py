@@ -54,7 +54,10 @@ from flux_chroma.tasks.builtin import (
     list_collections,
     query,
 )
+from flux_chroma.tasks.context import chroma_options, chroma_target, use_collection
+from flux_chroma.tasks.decorator import chroma_task
 from flux_chroma.tasks.options import ChromaOptions
+from flux_chroma.tasks.results import CollectionEntry, Hit, PinSummary, Receipt
 from flux_chroma.tasks.task import ChromaTask
 
 if TYPE_CHECKING:
@@ -80,6 +83,16 @@ __all__ = [
     "delete_documents",
     "ChromaTask",
     "ChromaOptions",
+    # writing your own tasks
+    "chroma_task",
+    "chroma_options",
+    "chroma_target",
+    "use_collection",
+    # task outputs
+    "Receipt",
+    "Hit",
+    "CollectionEntry",
+    "PinSummary",
     # replayable ingestion and migration
     "IngestJob",
     "run_ingest",

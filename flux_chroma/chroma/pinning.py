@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from flux_chroma._version import __version__
 from flux_chroma.embedding.identity import (
@@ -22,11 +22,29 @@ from flux_chroma.embedding.identity import (
 )
 from flux_chroma.errors import EmbeddingMismatchError, ModelNotAvailableError
 
-__all__ = ["PIN_KEY", "Pin", "check_pin", "ef_from_pin", "pin_for"]
+__all__ = ["PIN_KEY", "Pin", "PinSummary", "check_pin", "ef_from_pin", "pin_for"]
 
 PIN_KEY = "fc_pin"
 DEFAULT_SPACE = "l2"
 SPACES = ("l2", "cosine", "ip")
+
+
+class PinSummary(TypedDict):
+    """A pin as tasks report it (the ``embedding`` of a receipt, the ``pin`` of a listing).
+
+    Attributes:
+        name: Embedding function name.
+        config: Embedding function config.
+        dimension: Vector dimension.
+        space: Distance space.
+        fingerprint: Digest of the function's output on canary texts.
+    """
+
+    name: str
+    config: dict[str, Any]
+    dimension: int
+    space: str
+    fingerprint: str
 
 
 @dataclass(frozen=True)
@@ -95,7 +113,7 @@ class Pin:
             f"fp={self.fingerprint.digest}"
         )
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> PinSummary:
         """JSON-able summary for receipts and listings."""
         return {
             "name": self.name,

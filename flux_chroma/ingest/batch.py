@@ -33,75 +33,14 @@ from flux_chroma.errors import (
 from flux_chroma.ingest.cleanup import SOURCE_KEY, cleanup_stale
 from flux_chroma.ingest.plan import build_plan, read_batch
 from flux_chroma.ingest.spec import IngestJob
+from flux_chroma.tasks.context import chroma_options, chroma_target
+from flux_chroma.tasks.decorator import chroma_task
 from flux_chroma.tasks.options import ChromaOptions
-from flux_chroma.tasks.task import ChromaTask
 from flux_chroma.tasks.writer import WriteOptions, write_documents
 
+_RETRY: dict[str, Any] = {"retry_max_attempts": 3, "retry_delay": 1, "retry_backoff": 2}
+
 __all__ = ["plan_ingest", "ingest_batch", "cleanup_ingest", "send_progress"]
-
-
-# --- public signatures (what Flux records and hashes) ------------------------------------
-
-
-def _sig_plan_ingest(job: dict[str, Any], expected_digest: str | None = None) -> dict[str, Any]:
-    """Read a job's sources once and cut it into batch references.
-
-    Args:
-        job: The job spec (:meth:`IngestJob.to_dict`).
-        expected_digest: The corpus digest the job was submitted with; a different one
-            fails the plan (the sources changed in between). ``None`` skips the check.
-
-    Returns:
-        The plan (see :func:`~flux_chroma.ingest.plan.build_plan`) plus ``collection`` (the
-        alias-resolved collection to write) and ``physical_name``.
-
-    Raises:
-        DuplicateIdError: A document id repeats and ``duplicates="error"``.
-        SourceChangedError: A source is missing, or its digest is not ``expected_digest``.
-        InvalidDocumentError: A malformed record (named by source and position).
-    """
-    raise NotImplementedError
-
-
-def _sig_ingest_batch(collection: str, job: dict[str, Any], batch: dict[str, Any]) -> dict[str, Any]:
-    """Re-read one batch from its reference, write it, and verify the ids on the server.
-
-    Args:
-        collection: The collection to write (``plan["collection"]``).
-        job: The job spec.
-        batch: One entry of ``plan["batches"]``.
-
-    Returns:
-        A receipt: ``batch``, ``source``, ``chunks``, ``added``, ``updated``, ``skipped``,
-        ``embedded``, ``cache_hits``, ``embed_seconds``, ``seconds``, ``verified``,
-        ``execution_id``, ``pid``.
-
-    Raises:
-        SourceChangedError: The slice no longer matches its digest (nothing is written).
-        EmbeddingMismatchError: The configured model differs from the collection's pin.
-        ChromaUnavailableError: The server is unreachable (retried by Flux).
-    """
-    raise NotImplementedError
-
-
-def _sig_cleanup_ingest(collection: str, job: dict[str, Any], plan_digest: str) -> dict[str, Any]:
-    """Delete the job's stale chunks (after all batches committed), per ``job["cleanup"]``.
-
-    Args:
-        collection: The collection the batches wrote.
-        job: The job spec.
-        plan_digest: The plan's digest; cleanup refuses to run if the sources changed since.
-
-    Returns:
-        ``{"mode", "scanned", "deleted"}``.
-
-    Raises:
-        SourceChangedError: The sources changed after the batches were written.
-    """
-    raise NotImplementedError
-
-
-# --- implementations ----------------------------------------------------------------------
 
 
 def _job(options: ChromaOptions, job: Any) -> IngestJob:
@@ -112,11 +51,6 @@ def _job(options: ChromaOptions, job: Any) -> IngestJob:
             "use task.with_options(**job.task_options())."
         )
     return spec
-
-
-def _secrets(injected: dict[str, Any]) -> dict[str, Any] | None:
-    secrets = injected.get("secrets")
-    return secrets if isinstance(secrets, dict) else None
 
 
 async def send_progress(value: dict[str, Any]) -> None:
@@ -140,9 +74,26 @@ def _plan_sync(target: Target, job: IngestJob, expected: str | None) -> dict[str
     return plan
 
 
-async def _plan_ingest(options: ChromaOptions, job: dict[str, Any], expected_digest: str | None = None, **injected: Any) -> dict[str, Any]:
-    spec = _job(options, job)
-    target = options.target(spec.collection, _secrets(injected))
+@chroma_task(**_RETRY)
+async def plan_ingest(job: dict[str, Any], expected_digest: str | None = None) -> dict[str, Any]:
+    """Read a job's sources once and cut it into batch references.
+
+    Args:
+        job: The job spec (:meth:`IngestJob.to_dict`).
+        expected_digest: The corpus digest the job was submitted with; a different one
+            fails the plan (the sources changed in between). ``None`` skips the check.
+
+    Returns:
+        The plan (see :func:`~flux_chroma.ingest.plan.build_plan`) plus ``collection`` (the
+        alias-resolved collection to write) and ``physical_name``.
+
+    Raises:
+        DuplicateIdError: A document id repeats and ``duplicates="error"``.
+        SourceChangedError: A source is missing, or its digest is not ``expected_digest``.
+        InvalidDocumentError: A malformed record (named by source and position).
+    """
+    spec = _job(chroma_options(), job)
+    target = chroma_target(spec.collection)
     plan = await asyncio.to_thread(_plan_sync, target, spec, expected_digest)
     await send_progress({"phase": "planned", "tenant": spec.tenant, "collection": plan["collection"], "batches": len(plan["batches"]), "chunks": plan["chunks"]})
     return plan
@@ -192,9 +143,28 @@ def _batch_sync(target: Target, job: IngestJob, ref: dict[str, Any], options: Ch
     }
 
 
-async def _ingest_batch(options: ChromaOptions, collection: str, job: dict[str, Any], batch: dict[str, Any], **injected: Any) -> dict[str, Any]:
+@chroma_task(**_RETRY)
+async def ingest_batch(collection: str, job: dict[str, Any], batch: dict[str, Any]) -> dict[str, Any]:
+    """Re-read one batch from its reference, write it, and verify the ids on the server.
+
+    Args:
+        collection: The collection to write (``plan["collection"]``).
+        job: The job spec.
+        batch: One entry of ``plan["batches"]``.
+
+    Returns:
+        A receipt: ``batch``, ``source``, ``chunks``, ``added``, ``updated``, ``skipped``,
+        ``embedded``, ``cache_hits``, ``embed_seconds``, ``seconds``, ``verified``,
+        ``execution_id``, ``pid``.
+
+    Raises:
+        SourceChangedError: The slice no longer matches its digest (nothing is written).
+        EmbeddingMismatchError: The configured model differs from the collection's pin.
+        ChromaUnavailableError: The server is unreachable (retried by Flux).
+    """
+    options = chroma_options()
     spec = _job(options, job)
-    target = options.target(collection, _secrets(injected))
+    target = chroma_target(collection)
     base = {"phase": "batch", "tenant": spec.tenant, "collection": collection, "batch": batch["batch"], "of": batch.get("of")}
     await send_progress({**base, "status": "started", "chunks": batch["count"]})
     receipt = await asyncio.to_thread(_batch_sync, target, spec, batch, options)
@@ -205,21 +175,24 @@ async def _ingest_batch(options: ChromaOptions, collection: str, job: dict[str, 
     return receipt
 
 
-async def _cleanup_ingest(options: ChromaOptions, collection: str, job: dict[str, Any], plan_digest: str, **injected: Any) -> dict[str, Any]:
+@chroma_task(**_RETRY)
+async def cleanup_ingest(collection: str, job: dict[str, Any], plan_digest: str) -> dict[str, Any]:
+    """Delete the job's stale chunks (after all batches committed), per ``job["cleanup"]``.
+
+    Args:
+        collection: The collection the batches wrote.
+        job: The job spec.
+        plan_digest: The plan's digest; cleanup refuses to run if the sources changed since.
+
+    Returns:
+        ``{"mode", "scanned", "deleted"}``.
+
+    Raises:
+        SourceChangedError: The sources changed after the batches were written.
+    """
+    options = chroma_options()
     spec = _job(options, job)
-    target = options.target(collection, _secrets(injected))
+    target = chroma_target(collection)
     result = await asyncio.to_thread(cleanup_stale, target, spec, plan_digest, ef=options.embedding_function)
     await send_progress({"phase": "cleanup", "tenant": spec.tenant, "collection": collection, **result})
     return result
-
-
-_RETRY: dict[str, Any] = {"retry_max_attempts": 3, "retry_delay": 1, "retry_backoff": 2}
-
-plan_ingest: ChromaTask = ChromaTask(_plan_ingest, _sig_plan_ingest, **_RETRY)
-"""Plan an ingestion job (read sources, cut into batch references). See ``_sig_plan_ingest``."""
-
-ingest_batch: ChromaTask = ChromaTask(_ingest_batch, _sig_ingest_batch, **_RETRY)
-"""Write one batch of an ingestion job from its reference. See ``_sig_ingest_batch``."""
-
-cleanup_ingest: ChromaTask = ChromaTask(_cleanup_ingest, _sig_cleanup_ingest, **_RETRY)
-"""Delete an ingestion job's stale chunks. See ``_sig_cleanup_ingest``."""

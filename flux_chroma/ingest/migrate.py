@@ -48,9 +48,10 @@ from flux_chroma.ingest.spec import (
     digest_of,
     embedding_from_spec,
 )
+from flux_chroma.tasks.context import chroma_options
+from flux_chroma.tasks.decorator import chroma_task
 from flux_chroma.tasks.options import ChromaOptions
 from flux_chroma.tasks.reader import public_metadata
-from flux_chroma.tasks.task import ChromaTask
 from flux_chroma.tasks.validation import RESERVED_PREFIX, Document
 from flux_chroma.tasks.writer import HASH_KEY, WriteOptions, content_hash, write_documents
 
@@ -158,23 +159,15 @@ def _copy(records: dict[str, Any], target: Target, options: ChromaOptions) -> di
     totals: dict[str, Any] = {"added": 0, "updated": 0, "skipped": 0, "embedded": 0, "embed_seconds": 0.0}
     for own, docs in groups.items():
         opts = WriteOptions(ef=options.embedding_function, cache=options.embedding_cache(), space=options.space, extra_metadata=dict(own))
-        receipt = write_documents(target, docs, opts)
+        written: Mapping[str, Any] = write_documents(target, docs, opts)
         for key in totals:
-            totals[key] += receipt[key]
+            totals[key] += written[key]
     return totals
 
 
 # --- tasks --------------------------------------------------------------------------------
 
-
-def _sig_plan_migration(spec: dict[str, Any]) -> dict[str, Any]:
-    """Resolve the source, create the pinned target, and cut the source into pages.
-
-    Returns:
-        ``{"source", "target", "count", "page_size", "pages", "pin", "source_pin", "noop"}``;
-        ``noop`` is True when the name already serves this model.
-    """
-    raise NotImplementedError
+_RETRY: dict[str, Any] = {"retry_max_attempts": 3, "retry_delay": 1, "retry_backoff": 2}
 
 
 def _plan_sync(options: ChromaOptions, spec: MigrationSpec) -> dict[str, Any]:
@@ -200,13 +193,15 @@ def _plan_sync(options: ChromaOptions, spec: MigrationSpec) -> dict[str, Any]:
     return {**plan, "count": count, "page_size": size, "pages": pages}
 
 
-async def _plan_migration(options: ChromaOptions, spec: dict[str, Any], **_: Any) -> dict[str, Any]:
-    return await asyncio.to_thread(_plan_sync, options, MigrationSpec.from_dict(spec))
+@chroma_task(**_RETRY)
+async def plan_migration(spec: dict[str, Any]) -> dict[str, Any]:
+    """Resolve the source, create the pinned target, and cut the source into pages.
 
-
-def _sig_migrate_page(source: str, target: str, page: dict[str, Any]) -> dict[str, Any]:
-    """Re-embed one page of the source into the target (same ids, documents, metadata)."""
-    raise NotImplementedError
+    Returns:
+        ``{"source", "target", "count", "page_size", "pages", "pin", "source_pin", "noop"}``;
+        ``noop`` is True when the name already serves this model.
+    """
+    return await asyncio.to_thread(_plan_sync, chroma_options(), MigrationSpec.from_dict(spec))
 
 
 def _page_sync(options: ChromaOptions, source: str, target: str, page: dict[str, Any]) -> dict[str, Any]:
@@ -217,24 +212,15 @@ def _page_sync(options: ChromaOptions, source: str, target: str, page: dict[str,
     return {"page": page["page"], "records": len(records["ids"]), **totals, "seconds": round(time.perf_counter() - started, 6)}
 
 
-async def _migrate_page(options: ChromaOptions, source: str, target: str, page: dict[str, Any], **_: Any) -> dict[str, Any]:
+@chroma_task(**_RETRY)
+async def migrate_page(source: str, target: str, page: dict[str, Any]) -> dict[str, Any]:
+    """Re-embed one page of the source into the target (same ids, documents, metadata)."""
     from flux_chroma.ingest.batch import send_progress
 
+    options = chroma_options()
     receipt = await asyncio.to_thread(_page_sync, options, source, target, page)
     await send_progress({"phase": "migrate", "tenant": options.tenant, "source": source, "target": target, **receipt})
     return receipt
-
-
-def _sig_reconcile_migration(source: str, target: str) -> dict[str, Any]:
-    """Make the target match the source (copy missing/changed, delete extra) and verify it.
-
-    Returns:
-        ``{"count", "copied", "deleted", "verified": True}``.
-
-    Raises:
-        ChromaUnavailableError: The source kept changing; retried by Flux.
-    """
-    raise NotImplementedError
 
 
 def _hashes(options: ChromaOptions, name: str, page: int, *, from_documents: bool) -> dict[str, str]:
@@ -268,28 +254,28 @@ def _reconcile_sync(options: ChromaOptions, source: str, target: str) -> dict[st
     return {"count": len(want), "copied": len(todo), "deleted": len(extra), "verified": True}
 
 
-async def _reconcile_migration(options: ChromaOptions, source: str, target: str, **_: Any) -> dict[str, Any]:
-    return await asyncio.to_thread(_reconcile_sync, options, source, target)
+@chroma_task(**_RETRY)
+async def reconcile_migration(source: str, target: str) -> dict[str, Any]:
+    """Make the target match the source (copy missing/changed, delete extra) and verify it.
+
+    Returns:
+        ``{"count", "copied", "deleted", "verified": True}``.
+
+    Raises:
+        ChromaUnavailableError: The source kept changing; retried by Flux.
+    """
+    return await asyncio.to_thread(_reconcile_sync, chroma_options(), source, target)
 
 
-def _sig_switch_alias(alias: str, target: str, expected: str) -> dict[str, Any]:
+@chroma_task(**_RETRY)
+async def switch_alias(alias: str, target: str, expected: str) -> dict[str, Any]:
     """Point ``alias`` at ``target`` if it still resolves to ``expected``.
 
     Returns:
         ``{"alias", "target", "previous"}``.
     """
-    raise NotImplementedError
-
-
-async def _switch_alias(options: ChromaOptions, alias: str, target: str, expected: str, **_: Any) -> dict[str, Any]:
+    options = chroma_options()
     return await asyncio.to_thread(set_alias, options.settings(), options.namespace(), alias, target, expected=expected)
-
-
-_RETRY: dict[str, Any] = {"retry_max_attempts": 3, "retry_delay": 1, "retry_backoff": 2}
-plan_migration: ChromaTask = ChromaTask(_plan_migration, _sig_plan_migration, **_RETRY)
-migrate_page: ChromaTask = ChromaTask(_migrate_page, _sig_migrate_page, **_RETRY)
-reconcile_migration: ChromaTask = ChromaTask(_reconcile_migration, _sig_reconcile_migration, **_RETRY)
-switch_alias: ChromaTask = ChromaTask(_switch_alias, _sig_switch_alias, **_RETRY)
 
 
 async def migration_steps(spec: MigrationSpec | dict[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,10 @@
 """The public Flux tasks: ``embed_and_add``, ``query`` and tenant-scoped housekeeping.
 
-Each task is a :class:`~flux_chroma.tasks.task.ChromaTask` (an instance of ``flux.task``),
-defined once at import and configured with ``.with_options(tenant=..., url=..., ...)``.
+Each task is an ``async def`` under :func:`~flux_chroma.tasks.decorator.chroma_task`, so a
+:class:`~flux_chroma.tasks.task.ChromaTask` (an instance of ``flux.task``) defined once at
+import, whose signature is what Flux records and hashes. Configure it with
+``.with_options(tenant=..., url=..., ...)``; the body reads those options with
+:func:`~flux_chroma.tasks.context.chroma_options`.
 Blocking client calls run in a worker thread so Flux's ``timeout=`` can interrupt a task
 whose server froze, and ``parallel()`` can overlap tasks.
 
@@ -19,11 +22,15 @@ from typing import Any
 from flux_chroma.chroma.aliases import resolve_alias
 from flux_chroma.chroma.collections import Resolved, Target, forget_collection, with_collection
 from flux_chroma.chroma.connection import get_client
+from flux_chroma.chroma.naming import Namespace
 from flux_chroma.chroma.pinning import Pin
+from flux_chroma.chroma.settings import ConnectionSettings
 from flux_chroma.errors import CollectionNotFoundError, InvalidQueryError, classify_chroma_error
-from flux_chroma.tasks.options import ChromaOptions
+from flux_chroma.tasks.context import chroma_options, chroma_settings, chroma_target
+from flux_chroma.tasks.decorator import chroma_task
 from flux_chroma.tasks.reader import query_collection
-from flux_chroma.tasks.task import ChromaTask, emit_progress
+from flux_chroma.tasks.results import CollectionEntry, Hit, Receipt
+from flux_chroma.tasks.task import emit_progress
 from flux_chroma.tasks.validation import (
     utf8_problem,
     validate_documents,
@@ -37,10 +44,11 @@ from flux_chroma.tasks.writer import WriteOptions, write_documents
 __all__ = ["delete_collection", "delete_documents", "embed_and_add", "list_collections", "query"]
 
 
-# --- public signatures (what Flux records and hashes) ------------------------------------
+_RETRY: dict[str, Any] = {"retry_max_attempts": 3, "retry_delay": 1, "retry_backoff": 2}
 
 
-def _sig_embed_and_add(collection: str, docs: list[dict[str, Any]]) -> dict[str, Any]:
+@chroma_task(**_RETRY)
+async def embed_and_add(collection: str, docs: list[dict[str, Any]]) -> Receipt:
     """Embed documents and upsert them into the tenant's collection (idempotent).
 
     Args:
@@ -48,9 +56,10 @@ def _sig_embed_and_add(collection: str, docs: list[dict[str, Any]]) -> dict[str,
         docs: ``[{"id": str, "text": str, "metadata": dict (optional)}, ...]``.
 
     Returns:
-        A receipt: ``tenant``, ``collection``, ``physical_name``, ``upserted``, ``added``,
-        ``updated``, ``skipped``, ``embedded``, ``cache_hits``, ``cache_misses``,
-        ``truncated``, ``batches``, ``embedding`` (pin summary), ``embed_seconds``, ``seconds``.
+        A :class:`~flux_chroma.tasks.results.Receipt`: ``tenant``, ``collection``,
+        ``physical_name``, ``upserted``, ``added``, ``updated``, ``skipped``, ``embedded``,
+        ``cache_hits``, ``cache_misses``, ``truncated``, ``batches``, ``embedding`` (pin
+        summary), ``embed_seconds``, ``seconds``.
 
     Raises:
         TenantError: No or invalid tenant option.
@@ -59,101 +68,8 @@ def _sig_embed_and_add(collection: str, docs: list[dict[str, Any]]) -> dict[str,
         EmbeddingMismatchError: The configured model differs from the collection's pin.
         ChromaUnavailableError: The server is unreachable (retried by Flux).
     """
-    raise NotImplementedError  # signature holder; the task runs _embed_and_add
-
-
-def _sig_query(
-    collection: str,
-    question: str | list[str],
-    k: int = 5,
-    where: dict[str, Any] | None = None,
-    where_document: dict[str, Any] | None = None,
-) -> list[dict[str, Any]] | list[list[dict[str, Any]]]:
-    """Find the ``k`` nearest records to a question in the tenant's collection.
-
-    Args:
-        collection: Tenant-relative collection name (must exist).
-        question: One question, or a list of questions.
-        k: Results per question (>= 1).
-        where: Chroma metadata filter (one key per dict; combine with ``$and``/``$or``).
-        where_document: Chroma document filter (``$contains``, ``$regex``, ...).
-
-    Returns:
-        For one question, a list of ``{"id", "document", "metadata", "distance"}`` dicts,
-        nearest first; for a list of questions, one such list per question.
-
-    Raises:
-        TenantError: No or invalid tenant option.
-        InvalidQueryError: Invalid ``k``, filter or question.
-        CollectionNotFoundError: The collection does not exist.
-        EmbeddingMismatchError: The configured model differs from the collection's pin.
-        ChromaUnavailableError: The server is unreachable (retried by Flux).
-    """
-    raise NotImplementedError
-
-
-def _sig_list_collections() -> list[dict[str, Any]]:
-    """List the tenant's collections.
-
-    Returns:
-        ``[{"name": short name, "count": int, "pin": pin summary or None}, ...]`` sorted by name.
-
-    Raises:
-        TenantError: No or invalid tenant option.
-        ChromaUnavailableError: The server is unreachable.
-    """
-    raise NotImplementedError
-
-
-def _sig_delete_collection(collection: str) -> dict[str, Any]:
-    """Delete one of the tenant's collections (idempotent).
-
-    Args:
-        collection: Tenant-relative collection name.
-
-    Returns:
-        ``{"collection": name, "deleted": bool}``.
-
-    Raises:
-        TenantError: No or invalid tenant option.
-        InvalidNameError: Invalid collection name.
-        ChromaUnavailableError: The server is unreachable.
-    """
-    raise NotImplementedError
-
-
-def _sig_delete_documents(
-    collection: str,
-    ids: list[str] | None = None,
-    where: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Delete records by id and/or ``where`` filter inside one of the tenant's collections.
-
-    Args:
-        collection: Tenant-relative collection name (must exist).
-        ids: Record ids to delete.
-        where: Chroma metadata filter selecting records to delete.
-
-    Returns:
-        ``{"collection": name, "deleted": number of records that existed and were deleted}``.
-
-    Raises:
-        InvalidQueryError: Neither ``ids`` nor ``where`` given, or malformed.
-        CollectionNotFoundError: The collection does not exist.
-    """
-    raise NotImplementedError
-
-
-# --- implementations ----------------------------------------------------------------------
-
-
-def _secrets(injected: dict[str, Any]) -> dict[str, Any] | None:
-    secrets = injected.get("secrets")
-    return secrets if isinstance(secrets, dict) else None
-
-
-async def _embed_and_add(options: ChromaOptions, collection: str, docs: list[dict[str, Any]], **injected: Any) -> dict[str, Any]:
-    target = options.target(collection, _secrets(injected))
+    options = chroma_options()
+    target = chroma_target(collection)
     documents = validate_documents(docs)
     send = emit_progress({"task": "embed_and_add", "collection": collection})
     write_opts = WriteOptions(
@@ -171,16 +87,37 @@ async def _embed_and_add(options: ChromaOptions, collection: str, docs: list[dic
     )
 
 
-async def _query(
-    options: ChromaOptions,
+@chroma_task(**_RETRY)
+async def query(
     collection: str,
     question: str | list[str],
     k: int = 5,
     where: dict[str, Any] | None = None,
     where_document: dict[str, Any] | None = None,
-    **injected: Any,
-) -> list[dict[str, Any]] | list[list[dict[str, Any]]]:
-    target = options.target(collection, _secrets(injected))
+) -> list[Hit] | list[list[Hit]]:
+    """Find the ``k`` nearest records to a question in the tenant's collection.
+
+    Args:
+        collection: Tenant-relative collection name (must exist).
+        question: One question, or a list of questions.
+        k: Results per question (>= 1).
+        where: Chroma metadata filter (one key per dict; combine with ``$and``/``$or``).
+        where_document: Chroma document filter (``$contains``, ``$regex``, ...).
+
+    Returns:
+        For one question, a list of :class:`~flux_chroma.tasks.results.Hit` dicts
+        (``{"id", "document", "metadata", "distance"}``), nearest first; for a list of
+        questions, one such list per question.
+
+    Raises:
+        TenantError: No or invalid tenant option.
+        InvalidQueryError: Invalid ``k``, filter or question.
+        CollectionNotFoundError: The collection does not exist.
+        EmbeddingMismatchError: The configured model differs from the collection's pin.
+        ChromaUnavailableError: The server is unreachable (retried by Flux).
+    """
+    options = chroma_options()
+    target = chroma_target(collection)
     texts, single = validate_questions(question)
     validate_k(k)
     validate_where(where)
@@ -200,12 +137,81 @@ async def _query(
     return hits[0] if single else hits
 
 
-def _list_sync(options: ChromaOptions, secrets: dict[str, Any] | None) -> list[dict[str, Any]]:
-    namespace = options.namespace()
-    settings = options.settings(secrets)
+@chroma_task(**_RETRY)
+async def list_collections() -> list[CollectionEntry]:
+    """List the tenant's collections.
+
+    Returns:
+        :class:`~flux_chroma.tasks.results.CollectionEntry` dicts (``{"name": short name,
+        "count": int, "pin": pin summary or None}``), sorted by name.
+
+    Raises:
+        TenantError: No or invalid tenant option.
+        ChromaUnavailableError: The server is unreachable.
+    """
+    namespace = chroma_options().namespace()
+    return await asyncio.to_thread(_list_sync, namespace, chroma_settings())
+
+
+@chroma_task(**_RETRY)
+async def delete_collection(collection: str) -> dict[str, Any]:
+    """Delete one of the tenant's collections (idempotent).
+
+    Args:
+        collection: Tenant-relative collection name.
+
+    Returns:
+        ``{"collection": name, "deleted": bool}``.
+
+    Raises:
+        TenantError: No or invalid tenant option.
+        InvalidNameError: Invalid collection name.
+        ChromaUnavailableError: The server is unreachable.
+    """
+    target = chroma_target(collection)
+    return await asyncio.to_thread(_delete_collection_sync, target)
+
+
+@chroma_task(**_RETRY)
+async def delete_documents(
+    collection: str,
+    ids: list[str] | None = None,
+    where: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Delete records by id and/or ``where`` filter inside one of the tenant's collections.
+
+    Args:
+        collection: Tenant-relative collection name (must exist).
+        ids: Record ids to delete.
+        where: Chroma metadata filter selecting records to delete.
+
+    Returns:
+        ``{"collection": name, "deleted": number of records that existed and were deleted}``.
+
+    Raises:
+        InvalidQueryError: Neither ``ids`` nor ``where`` given, or malformed.
+        CollectionNotFoundError: The collection does not exist.
+    """
+    target = chroma_target(collection)
+    if ids is None and where is None:
+        raise InvalidQueryError("delete_documents needs ids= or where= (refusing to delete everything).")
+    if ids is not None and (not isinstance(ids, list) or not ids or not all(isinstance(i, str) and i for i in ids)):
+        raise InvalidQueryError("ids= must be a non-empty list of non-empty strings.")
+    for i, rid in enumerate(ids or []):
+        problem = utf8_problem(rid)
+        if problem is not None:
+            raise InvalidQueryError(f"ids[{i}] {rid!r} {problem}; nothing was deleted.")
+    validate_where(where)
+    return await asyncio.to_thread(_delete_documents_sync, target, list(ids) if ids else None, where)
+
+
+# --- blocking helpers (run in worker threads) ----------------------------------------------
+
+
+def _list_sync(namespace: Namespace, settings: ConnectionSettings) -> list[CollectionEntry]:
     try:
         client = get_client(settings, namespace.database)
-        out = []
+        out: list[CollectionEntry] = []
         for coll in client.list_collections():
             if not namespace.owns(coll.name) or namespace.short(coll.name).startswith("fc."):
                 continue  # other tenants' collections and flux-chroma's own (alias registry)
@@ -224,11 +230,6 @@ def _list_sync(options: ChromaOptions, secrets: dict[str, Any] | None) -> list[d
     return sorted(out, key=lambda c: c["name"])
 
 
-async def _list_collections(options: ChromaOptions, **injected: Any) -> list[dict[str, Any]]:
-    options.namespace()
-    return await asyncio.to_thread(_list_sync, options, _secrets(injected))
-
-
 def _delete_collection_sync(target: Target) -> dict[str, Any]:
     try:
         client = get_client(target.settings, target.namespace.database)
@@ -244,11 +245,6 @@ def _delete_collection_sync(target: Target) -> dict[str, Any]:
     return {"collection": target.name, "deleted": deleted}
 
 
-async def _delete_collection(options: ChromaOptions, collection: str, **injected: Any) -> dict[str, Any]:
-    target = options.target(collection, _secrets(injected))
-    return await asyncio.to_thread(_delete_collection_sync, target)
-
-
 def _delete_documents_sync(target: Target, ids: list[str] | None, where: dict[str, Any] | None) -> dict[str, Any]:
     def delete(resolved: Resolved) -> int:
         found = resolved.collection.get(ids=ids, where=where, include=[])
@@ -260,39 +256,3 @@ def _delete_documents_sync(target: Target, ids: list[str] | None, where: dict[st
     # with_collection re-resolves a cached handle whose collection was dropped and recreated.
     deleted = with_collection(target, delete, create=False, action=f"delete from {target.label!r}")
     return {"collection": target.name, "deleted": deleted}
-
-
-async def _delete_documents(
-    options: ChromaOptions,
-    collection: str,
-    ids: list[str] | None = None,
-    where: dict[str, Any] | None = None,
-    **injected: Any,
-) -> dict[str, Any]:
-    target = options.target(collection, _secrets(injected))
-    if ids is None and where is None:
-        raise InvalidQueryError("delete_documents needs ids= or where= (refusing to delete everything).")
-    if ids is not None and (not isinstance(ids, list) or not ids or not all(isinstance(i, str) and i for i in ids)):
-        raise InvalidQueryError("ids= must be a non-empty list of non-empty strings.")
-    for i, rid in enumerate(ids or []):
-        problem = utf8_problem(rid)
-        if problem is not None:
-            raise InvalidQueryError(f"ids[{i}] {rid!r} {problem}; nothing was deleted.")
-    validate_where(where)
-    return await asyncio.to_thread(_delete_documents_sync, target, list(ids) if ids else None, where)
-
-
-embed_and_add: ChromaTask = ChromaTask(_embed_and_add, _sig_embed_and_add, retry_max_attempts=3, retry_delay=1, retry_backoff=2)
-"""Embed documents and upsert them into a tenant's collection. See ``_sig_embed_and_add``."""
-
-query: ChromaTask = ChromaTask(_query, _sig_query, retry_max_attempts=3, retry_delay=1, retry_backoff=2)
-"""Query a tenant's collection. See ``_sig_query``."""
-
-list_collections: ChromaTask = ChromaTask(_list_collections, _sig_list_collections, retry_max_attempts=3, retry_delay=1, retry_backoff=2)
-"""List a tenant's collections with counts and pins."""
-
-delete_collection: ChromaTask = ChromaTask(_delete_collection, _sig_delete_collection, retry_max_attempts=3, retry_delay=1, retry_backoff=2)
-"""Delete one of a tenant's collections."""
-
-delete_documents: ChromaTask = ChromaTask(_delete_documents, _sig_delete_documents, retry_max_attempts=3, retry_delay=1, retry_backoff=2)
-"""Delete records by ids or ``where`` inside one of a tenant's collections."""

@@ -11,11 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from flux_chroma.chroma.collections import Resolved, Target, with_collection
+from flux_chroma.tasks.results import Hit
 from flux_chroma.tasks.validation import RESERVED_PREFIX
 
 __all__ = ["Hit", "public_metadata", "query_collection"]
-
-Hit = dict[str, Any]
 
 
 def public_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:

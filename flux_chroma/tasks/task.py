@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -28,14 +29,40 @@ from typing import Any
 from flux import task
 from flux.errors import ExecutionTimeoutError, RetryError
 
-from flux_chroma.errors import ChromaUnavailableError, ConfigurationError, FluxChromaError
+from flux_chroma.errors import ConfigurationError, FluxChromaError
+from flux_chroma.tasks.context import task_scope
+from flux_chroma.tasks.failures import final_error, scrub, unrecordable
 from flux_chroma.tasks.options import CHROMA_OPTION_NAMES, ChromaOptions
 
-__all__ = ["FLUX_OPTION_NAMES", "ChromaTask", "emit_progress"]
+__all__ = ["FLUX_OPTION_NAMES", "ChromaTask", "emit_progress", "split_options"]
 
 FLUX_OPTION_NAMES = frozenset(inspect.signature(task._with_options).parameters) - {"self"}
 
-Impl = Callable[..., Awaitable[Any]]
+
+
+def split_options(owner: str, kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split task options into flux-chroma's and Flux's (``cache`` is flux-chroma's).
+
+    Args:
+        owner: What received the options, for the error message.
+        kwargs: The options.
+
+    Returns:
+        ``(chroma_options, flux_options)``.
+
+    Raises:
+        ConfigurationError: An option that is neither.
+    """
+    unknown = set(kwargs) - FLUX_OPTION_NAMES - CHROMA_OPTION_NAMES
+    if unknown:
+        raise ConfigurationError(
+            f"{owner} got unknown option(s) {sorted(unknown)}; "
+            f"flux-chroma options: {sorted(CHROMA_OPTION_NAMES)}, Flux options: "
+            f"{sorted(FLUX_OPTION_NAMES - {'cache'})}."
+        )
+    chroma = {k: v for k, v in kwargs.items() if k in CHROMA_OPTION_NAMES}
+    flux = {k: v for k, v in kwargs.items() if k in FLUX_OPTION_NAMES and k != "cache"}
+    return chroma, flux
 
 
 def _bounded(options: ChromaOptions, timeout: float) -> ChromaOptions:
@@ -60,141 +87,57 @@ def _bounded(options: ChromaOptions, timeout: float) -> ChromaOptions:
     return replace(options, read_timeout=min(read, float(timeout)), connect_timeout=min(connect, float(timeout)))
 
 
-def _make_body(
-    impl: Impl, public: Callable[..., Any], options: ChromaOptions, timeout: float = 0
-) -> Callable[..., Any]:
-    async def body(*args: Any, **kwargs: Any) -> Any:
-        return await impl(_bounded(options, timeout), *args, **kwargs)
+def _make_body(func: Callable[..., Any], name: str, options: ChromaOptions, timeout: float = 0) -> Callable[..., Any]:
+    """Flux's view of ``func``: the same signature, with the task's options in scope."""
+    passes_secrets = "secrets" in inspect.signature(func).parameters
 
-    body.__signature__ = inspect.signature(public)  # type: ignore[attr-defined]
-    body.__name__ = body.__qualname__ = _base_name(public)
-    body.__doc__ = public.__doc__
-    body.__module__ = public.__module__
+    async def body(*args: Any, **kwargs: Any) -> Any:
+        secrets = kwargs.get("secrets") if passes_secrets else kwargs.pop("secrets", None)
+        with task_scope(name, _bounded(options, timeout), secrets if isinstance(secrets, dict) else None):
+            return await func(*args, **kwargs)
+
+    functools.update_wrapper(body, func)
+    body.__signature__ = inspect.signature(func)  # type: ignore[attr-defined]
     return body
 
 
-def _base_name(public: Callable[..., Any]) -> str:
-    return public.__name__.removeprefix("_sig_")
-
-
-def _final_error(exc: BaseException, attempts: int) -> FluxChromaError:
-    """The typed, picklable error stored when a task gives up."""
-    inner = exc.inner_exception if isinstance(exc, RetryError) else exc
-    suffix = f" (gave up after {attempts + 1} attempts)" if attempts else ""
-    if isinstance(inner, ExecutionTimeoutError):
-        return ChromaUnavailableError(
-            f"the task timed out ({inner.message or 'timeout'}){suffix}. The Chroma server may be "
-            "overloaded or frozen; raise timeout= or check the server."
-        )
-    if isinstance(inner, FluxChromaError):
-        if not suffix:
-            return inner
-        err = inner.__class__.__new__(inner.__class__)
-        FluxChromaError.__init__(err, f"{inner.message}{suffix}")
-        return err
-    text = str(inner) if inner is not None and str(inner) not in ("", "None") else type(inner).__name__
-    return FluxChromaError(f"{type(inner).__name__}: {text}{suffix}")
-
-
-_PLAIN = (str, int, float, bool, type(None))
-
-
-def _opaque(value: Any, path: str) -> tuple[str, type] | None:
-    """``(path, type)`` of the first value below ``value`` that is not plain JSON-like data."""
-    if isinstance(value, _PLAIN) and type(value).__module__ == "builtins":
-        return None
-    if type(value) is dict:
-        items: Any = ((f"{path}[{k!r}]", v) for k, v in value.items())
-    elif type(value) in (list, tuple):
-        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
-    else:
-        return path, type(value)
-    for sub, item in items:
-        found = _opaque(item, sub)
-        if found is not None:
-            return found
-    return None
-
-
-def _unrecordable(
-    name: str, public: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], exc: TypeError
-) -> FluxChromaError:
-    """A typed error naming the argument Flux could not record (see ``ChromaTask.__call__``)."""
-    from flux_chroma.errors import InvalidDocumentError, InvalidQueryError
-    from flux_chroma.tasks.validation import validate_documents
-
-    try:
-        bound: dict[str, Any] = dict(inspect.signature(public).bind_partial(*args, **kwargs).arguments)
-    except TypeError:
-        bound = {}
-    for arg, value in bound.items():
-        found = _opaque(value, arg)
-        if found is None:
-            continue
-        if arg == "docs":
-            try:
-                validate_documents(value)  # names the document id and the metadata key
-            except FluxChromaError as err:
-                return err
-        path, kind = found
-        error = InvalidDocumentError if arg == "docs" else InvalidQueryError
-        return error(
-            f"{name}: argument {path} is a {kind.__module__}.{kind.__name__}, which Flux cannot "
-            "record in its event log. Pass plain str/int/float/bool values, lists and dicts "
-            "(convert numpy values with .item() or .tolist())."
-        )
-    return FluxChromaError(f"{name}: {exc}")
-
-
-def _scrub(ex: Exception, credentials: list[str]) -> Exception:
-    """The same error with every credential in its message replaced by ``***``.
-
-    Server and proxy error bodies end up in messages, and a hostile or careless proxy may quote
-    the headers it received; the stored error (event log, reload, JSON) must never carry them.
-    """
-    if not isinstance(ex, FluxChromaError) or not ex.message:
-        return ex
-    text = ex.message
-    for secret in credentials:
-        text = text.replace(secret, "***")
-    if text == ex.message:
-        return ex
-    clean = ex.__class__.__new__(ex.__class__)
-    FluxChromaError.__init__(clean, text)
-    clean.__dict__.update({k: v for k, v in ex.__dict__.items() if k not in ("_message", "_inner_exception")})
-    return clean
-
-
 class ChromaTask(task):
-    """A Flux task bound to flux-chroma options.
+    """A Flux task bound to flux-chroma options; usually made with ``@chroma_task``.
 
     Args:
-        impl: ``async def impl(options, *args, **kwargs)``, the implementation.
-        public: A function whose signature and docstring the task exposes.
+        func: The ``async def`` that is the task: its signature is what Flux records and
+            hashes, its docstring the task's. Inside it, :func:`~flux_chroma.chroma_options`,
+            :func:`~flux_chroma.chroma_target` and :func:`~flux_chroma.use_collection`
+            reach the task's options and its tenant's collections.
         options: flux-chroma options.
         **flux_options: Flux task options (``retry_max_attempts``, ``timeout``, ...).
+
+    Raises:
+        ConfigurationError: ``func`` is not an ``async def`` function.
     """
 
     def __init__(
         self,
-        impl: Impl,
-        public: Callable[..., Any],
+        func: Callable[..., Awaitable[Any]],
         options: ChromaOptions | None = None,
         **flux_options: Any,
     ) -> None:
-        self.impl = impl
-        self.public = public
+        if not inspect.iscoroutinefunction(func):
+            raise ConfigurationError(
+                f"a flux-chroma task must be an `async def` function, got {func!r}; "
+                "write `async def` (run blocking calls with asyncio.to_thread or use_collection)."
+            )
+        self.definition = func
         self.options = options or ChromaOptions()
         self._explicit_name = flux_options.pop("name", None)
-        name = self._explicit_name or (
-            f"{_base_name(public)}_{self.options.tenant}" if self.options.tenant else _base_name(public)
-        )
+        base = func.__name__
+        name = self._explicit_name or (f"{base}_{self.options.tenant}" if self.options.tenant else base)
         secret_requests = list(flux_options.pop("secret_requests", None) or [])
         if self.options.token_secret and self.options.token_secret not in secret_requests:
             secret_requests.append(self.options.token_secret)
         flux_options["cache"] = False  # Flux's output cache would skip writes; see module doc
         super().__init__(
-            _make_body(impl, public, self.options, flux_options.get("timeout") or 0),
+            _make_body(func, base, self.options, flux_options.get("timeout") or 0),
             name=name,
             secret_requests=secret_requests,
             **flux_options,
@@ -233,21 +176,12 @@ class ChromaTask(task):
         Raises:
             ConfigurationError: An unknown option, or an invalid value.
         """
-        unknown = set(kwargs) - FLUX_OPTION_NAMES - CHROMA_OPTION_NAMES
-        if unknown:
-            raise ConfigurationError(
-                f"{_base_name(self.public)}.with_options() got unknown option(s) {sorted(unknown)}; "
-                f"flux-chroma options: {sorted(CHROMA_OPTION_NAMES)}, Flux options: "
-                f"{sorted(FLUX_OPTION_NAMES - {'cache'})}."
-            )
-        chroma = {k: v for k, v in kwargs.items() if k in CHROMA_OPTION_NAMES}
-        flux = {k: v for k, v in kwargs.items() if k in FLUX_OPTION_NAMES and k != "cache"}
+        chroma, flux = split_options(f"{self.definition.__name__}.with_options()", kwargs)
         merged = self._flux_options()
         merged.update({k: v for k, v in flux.items() if v is not None})
         name = flux.get("name") or self._explicit_name
         return ChromaTask(
-            self.impl,
-            self.public,
+            self.definition,
             replace(self.options, **chroma),
             name=name,
             **{k: v for k, v in merged.items() if k != "name"},
@@ -267,7 +201,7 @@ class ChromaTask(task):
             # fails there with a message that names neither the document nor the key.
             if "deterministic task id" not in str(exc):
                 raise
-            raise _unrecordable(_base_name(self.public), self.public, args, kwargs, exc) from None
+            raise unrecordable(self.definition.__name__, self.definition, args, kwargs, exc) from None
 
     async def _task__handle_exception(
         self,
@@ -282,20 +216,20 @@ class ChromaTask(task):
     ) -> Any:
         """Skip retries for permanent errors; store a typed error when retries run out."""
         if isinstance(ex, RetryError):
-            ex = _final_error(ex, ex.retry_attempts)
+            ex = final_error(ex, ex.retry_attempts)
             retry_attempts = self.retry_max_attempts
         elif isinstance(ex, ExecutionTimeoutError):
             if self.retry_max_attempts == 0:
-                ex = _final_error(ex, 0)  # transient, but no retry configured: store it readable
+                ex = final_error(ex, 0)  # transient, but no retry configured: store it readable
         elif isinstance(ex, FluxChromaError):
             if not ex.transient:
                 retry_attempts = self.retry_max_attempts  # permanent: fail at once
         elif type(ex).__module__.split(".")[0] != "flux":
             # An unexpected error (a bug, or a custom embedding function failing): permanent,
             # stored as a readable, picklable FluxChromaError rather than ExecutionError(None).
-            ex = _final_error(ex, 0)
+            ex = final_error(ex, 0)
             retry_attempts = self.retry_max_attempts
-        ex = _scrub(ex, self._credentials(kwargs))
+        ex = scrub(ex, self._credentials(kwargs))
         handler = task._task__handle_exception  # type: ignore[attr-defined]
         return await handler(self, ctx, ex, task_id, task_full_name, task_args, args, kwargs, retry_attempts)
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flux_chroma.chroma.collections import Resolved, Target, with_collection
+from flux_chroma.tasks.results import Receipt
 from flux_chroma.tasks.validation import Document
 
 __all__ = ["HASH_KEY", "WriteOptions", "content_hash", "write_documents"]
@@ -119,7 +120,7 @@ def write_documents(
     opts: WriteOptions,
     *,
     progress: Callable[[int, int], None] | None = None,
-) -> dict[str, Any]:
+) -> Receipt:
     """Upsert validated documents into a tenant's collection, batch by batch.
 
     Args:

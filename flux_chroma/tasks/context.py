@@ -1,0 +1,181 @@
+"""What a running flux-chroma task can reach without taking it as an argument.
+
+A :func:`~flux_chroma.tasks.decorator.chroma_task` body is a plain ``async def`` whose
+parameters are exactly what Flux records and hashes. The task's flux-chroma options (tenant,
+URL, credentials, embedding function, ...) and the secrets Flux injected are set here for the
+duration of one call, in a :class:`contextvars.ContextVar`, so they never enter Flux's event
+log. ``asyncio.to_thread`` copies the context, so the helpers work in worker threads too.
+
+* :func:`chroma_options`: the task's :class:`~flux_chroma.tasks.options.ChromaOptions`.
+* :func:`chroma_target`: a tenant-relative collection name resolved inside the tenant's
+  namespace (validated; no request is made).
+* :func:`use_collection`: run a blocking operation on the tenant's collection in a worker
+  thread, after its embedding pin was checked, with chromadb errors classified.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from flux_chroma.chroma.aliases import resolve_alias
+from flux_chroma.chroma.collections import Resolved, Target, with_collection
+from flux_chroma.chroma.settings import ConnectionSettings
+from flux_chroma.errors import ConfigurationError
+from flux_chroma.tasks.options import ChromaOptions
+
+__all__ = ["chroma_options", "chroma_settings", "chroma_target", "task_scope", "use_collection"]
+
+
+@dataclass(frozen=True)
+class _Scope:
+    name: str
+    options: ChromaOptions
+    secrets: Mapping[str, Any] | None
+
+
+_current: contextvars.ContextVar[_Scope | None] = contextvars.ContextVar(
+    "flux_chroma_task", default=None
+)
+
+
+@contextmanager
+def task_scope(
+    name: str, options: ChromaOptions, secrets: Mapping[str, Any] | None
+) -> Iterator[None]:
+    """Make ``options`` and ``secrets`` the current task's while the block runs (internal)."""
+    token = _current.set(_Scope(name, options, secrets))
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+def _scope(helper: str) -> _Scope:
+    scope = _current.get()
+    if scope is None:
+        raise ConfigurationError(
+            f"{helper}() works only inside the body of a @chroma_task function while Flux runs "
+            "it (or in a thread started there with asyncio.to_thread). Call the task from a "
+            "Flux workflow instead of calling the helper directly."
+        )
+    return scope
+
+
+def chroma_options() -> ChromaOptions:
+    """Return the running task's flux-chroma options.
+
+    The options are those given to ``@chroma_task(...)`` and ``.with_options(...)``, with
+    the HTTP timeouts capped at the task's Flux ``timeout=`` when one is set.
+
+    Returns:
+        The task's :class:`~flux_chroma.tasks.options.ChromaOptions`.
+
+    Raises:
+        ConfigurationError: Called outside a running ``@chroma_task`` body.
+
+    Example:
+        >>> @chroma_task()
+        ... async def tenant_of() -> str | None:
+        ...     return chroma_options().tenant
+    """
+    return _scope("chroma_options").options
+
+
+def chroma_settings() -> ConnectionSettings:
+    """Return the running task's connection settings, credentials resolved.
+
+    Returns:
+        The settings (URL, headers, token from the options, the task's Flux secret or the
+        environment, timeouts), for :func:`~flux_chroma.chroma.connection.get_client`.
+
+    Raises:
+        ConfigurationError: Called outside a running ``@chroma_task`` body.
+    """
+    scope = _scope("chroma_settings")
+    return scope.options.settings(scope.secrets)
+
+
+def chroma_target(collection: str) -> Target:
+    """Resolve a tenant-relative collection name for the running task, without a request.
+
+    The name is validated and mapped into the task's tenant namespace (``{tenant}__{name}``
+    or the tenant's database), so no name can address another tenant's collection. The
+    connection settings include credentials from the task's options, Flux secret or
+    environment.
+
+    Args:
+        collection: Tenant-relative collection name.
+
+    Returns:
+        The :class:`~flux_chroma.chroma.collections.Target` (``.physical`` is the Chroma
+        name, ``.label`` is ``tenant/name`` for messages).
+
+    Raises:
+        ConfigurationError: Called outside a running ``@chroma_task`` body.
+        TenantError: The task has no valid ``tenant=`` option.
+        InvalidNameError: ``collection`` is not a valid tenant-relative name.
+    """
+    scope = _scope("chroma_target")
+    return scope.options.target(collection, scope.secrets)
+
+
+async def use_collection[T](
+    collection: str,
+    operation: Callable[[Resolved], T],
+    *,
+    create: bool = False,
+    follow_alias: bool = False,
+    action: str | None = None,
+) -> T:
+    """Run ``operation`` on the running task's collection in a worker thread.
+
+    The collection is resolved by name inside the tenant's namespace, its embedding pin is
+    checked against the task's ``embedding_function`` (``adopt=`` and ``space=`` apply), and
+    every chromadb/httpx error ``operation`` raises is mapped to a typed flux-chroma error
+    (transient ones are retried by Flux, permanent ones fail at once). A cached handle whose
+    collection was dropped and recreated is re-resolved once.
+
+    Args:
+        collection: Tenant-relative collection name.
+        operation: A blocking function called with the
+            :class:`~flux_chroma.chroma.collections.Resolved` collection (``.collection`` is
+            the chromadb handle, ``.ef`` the pinned embedding function, ``.pin`` the pin).
+        create: Create (and pin) the collection when it is missing.
+        follow_alias: Resolve the tenant's alias of that name first, as ``query`` does.
+        action: What ``operation`` does, for error messages (default: the task's name).
+
+    Returns:
+        What ``operation`` returns.
+
+    Raises:
+        ConfigurationError: Called outside a running ``@chroma_task`` body.
+        TenantError: The task has no valid ``tenant=`` option.
+        InvalidNameError: ``collection`` is not a valid tenant-relative name.
+        CollectionNotFoundError: The collection does not exist and ``create`` is False.
+        EmbeddingMismatchError: The task's embedding function differs from the pin.
+        UnpinnedCollectionError: The collection has no pin and ``adopt`` is not set.
+        ChromaUnavailableError: The server is unreachable (retried by Flux).
+    """
+    scope = _scope("use_collection")
+    options = scope.options
+    target = options.target(collection, scope.secrets)
+    label = action or scope.name
+
+    def run() -> T:
+        resolved_target = resolve_alias(target) if follow_alias else target
+        return with_collection(
+            resolved_target,
+            operation,
+            ef=options.embedding_function,
+            space=options.space,
+            create=create,
+            adopt=options.adopt,
+            action=f"{label} on {resolved_target.label!r}",
+        )
+
+    return await asyncio.to_thread(run)

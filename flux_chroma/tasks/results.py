@@ -1,0 +1,82 @@
+"""The shapes of the tasks' outputs: plain JSON-able dicts, typed as ``TypedDict``.
+
+Task outputs live in Flux's event log and cross JSON hops, so they are plain ``dict``s, never
+objects. These types only describe them (for readers, editors and mypy); at run time a
+``Receipt`` is an ordinary ``dict``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+from flux_chroma.chroma.pinning import PinSummary
+
+__all__ = ["CollectionEntry", "Hit", "PinSummary", "Receipt"]
+
+
+class Receipt(TypedDict):
+    """What ``embed_and_add`` returns: what was written, and how.
+
+    Attributes:
+        tenant: The tenant.
+        collection: The tenant-relative collection name.
+        physical_name: The Chroma collection name (inside the tenant's namespace).
+        upserted: ``added + updated``.
+        added: Records that did not exist.
+        updated: Records whose content or metadata changed.
+        skipped: Records already stored with the same content hash (not re-embedded).
+        embedded: Texts embedded by the model (cache misses).
+        cache_hits: Texts whose vectors came from the embedding cache.
+        cache_misses: Texts not found in the embedding cache (same as ``embedded``).
+        truncated: Texts longer than the model's token limit (embedded truncated).
+        batches: Upsert requests sent.
+        embedding: The collection's pin.
+        embed_seconds: Time spent embedding.
+        seconds: Time spent in total.
+    """
+
+    tenant: str
+    collection: str
+    physical_name: str
+    upserted: int
+    added: int
+    updated: int
+    skipped: int
+    embedded: int
+    cache_hits: int
+    cache_misses: int
+    truncated: int
+    batches: int
+    embedding: PinSummary
+    embed_seconds: float
+    seconds: float
+
+
+class Hit(TypedDict):
+    """One result of ``query``, nearest first.
+
+    Attributes:
+        id: The record id.
+        document: The stored text (``None`` if the record has none).
+        metadata: The record's metadata, without flux-chroma's ``fc_*`` keys.
+        distance: Distance to the question in the collection's space (smaller is nearer).
+    """
+
+    id: str
+    document: str | None
+    metadata: dict[str, Any]
+    distance: float | None
+
+
+class CollectionEntry(TypedDict):
+    """One collection in the output of ``list_collections``.
+
+    Attributes:
+        name: The tenant-relative collection name.
+        count: Records in the collection.
+        pin: The collection's pin, or ``None`` for a collection created outside flux-chroma.
+    """
+
+    name: str
+    count: int
+    pin: PinSummary | None
