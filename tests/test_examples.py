@@ -49,3 +49,16 @@ def test_multi_tenant_kb_shows_isolation(tmp_path: Path) -> None:
     assert "globex still has {'handbook': 2}" in out
     assert out.rstrip().endswith("tenants isolated: yes")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_user_task_example_inherits_tenancy_and_error_handling(tmp_path: Path) -> None:
+    done = run_example("user_task.py", tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "1. wrote 3 docs to 'acme__handbook'" in out
+    assert "2. shipping: 'Orders ship within two business days.' {'team': 'ops'}" in out
+    assert "2. refunds:" in out and "missing" not in out
+    assert "3. 'globex__handbook' -> InvalidNameError" in out
+    assert "4. 'archive' -> CollectionNotFoundError after 1 attempt" in out
+    assert out.rstrip().endswith("user task inherits flux-chroma's guarantees: yes")
+    assert list(tmp_path.iterdir()) == []
