@@ -86,11 +86,34 @@ def write_owner(fd: int, chroma_pid: int, url: str, path: Path) -> None:
 
 
 def _read_owner(fd: int) -> dict[str, Any]:
+    """The owner's details, or ``{}`` when unreadable or left by processes that are gone.
+
+    A new owner truncates a stale record right after taking the lock; a process refused in
+    between would otherwise name the dead owner, so details whose processes are all gone are
+    treated as "starting".
+    """
     try:
         info = json.loads(os.pread(fd, 65536, 0).decode("utf-8"))
     except (OSError, ValueError):
         return {}
-    return info if isinstance(info, dict) else {}
+    if not isinstance(info, dict):
+        return {}
+    pids = [info.get(key) for key in ("owner_pid", "chroma_pid")]
+    if not any(isinstance(pid, int) and _pid_alive(pid) for pid in pids):
+        return {}
+    return info
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
 
 
 def _owner_message(path: Path, lock_path: Path, info: dict[str, Any]) -> str:
