@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pickle
 import secrets
-import socket
 import uuid
 from typing import Any
 
@@ -17,6 +16,7 @@ import fault_tools as ft
 import pytest
 from flux.domain.events import ExecutionEventType
 from recording_proxy import RecordingProxy
+from test_errors import _closed_port
 from test_tenancy import _hostile_names
 from user_task_workflows import get_documents, get_documents_wf
 
@@ -111,12 +111,6 @@ def test_permanent_errors_fail_at_once(tenant: str, collection: str, ids: object
     assert run.has_failed and type(run.output) is error, repr(run.output)
     assert culprit in str(run.output)
     assert ft.retry_failures(run.events) == 0
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_transient_errors_are_retried_then_stored_readable(tenant: str) -> None:
