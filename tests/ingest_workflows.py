@@ -65,6 +65,9 @@ class CountingEmbedding(EmbeddingFunction[Documents]):
                 block_at = int(os.environ.get("FC_BLOCK_EMBED_CALL") or 0)
                 if block_at and _calls == block_at:
                     _block_forever()
+        return self._vectors(texts)
+
+    def _vectors(self, texts: list[str]) -> Embeddings:
         return list(self._inner.embed(texts))
 
     def get_config(self) -> dict[str, Any]:
@@ -80,6 +83,35 @@ class CountingEmbedding(EmbeddingFunction[Documents]):
 
     def validate_config_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         return None
+
+
+@register_embedding_function
+class CountingToyEmbedding(CountingEmbedding):
+    """:class:`CountingEmbedding`'s log with the toy model's vectors (fast: for cluster tests).
+
+    Config ``{"delay": s}`` sleeps ``s`` seconds per call, so a test can kill a unit mid-way.
+    """
+
+    def __init__(self, delay: float = 0.0) -> None:
+        from toy_embeddings import ToyEmbedding
+
+        self._toy = ToyEmbedding(8)
+        self.delay = float(delay)
+
+    @staticmethod
+    def name() -> str:
+        return "counting-toy"
+
+    def _vectors(self, texts: list[str]) -> Embeddings:
+        time.sleep(self.delay)
+        return self._toy(texts)
+
+    def get_config(self) -> dict[str, Any]:
+        return {"delay": self.delay} if self.delay else {}
+
+    @classmethod
+    def build_from_config(cls, config: dict[str, Any]) -> CountingToyEmbedding:
+        return cls(float(config.get("delay", 0.0)))
 
 
 def embedded_texts(log: Path) -> list[tuple[int, str]]:
@@ -121,6 +153,18 @@ def stored(raw_client: Any, tenant: str, name: str = "notes") -> dict[str, tuple
     """``{id: (document, metadata)}`` of a tenant's collection, read with a plain client."""
     got = raw_client.get_collection(f"{tenant}__{name}").get(include=["documents", "metadatas"])
     return {rid: (doc, meta) for rid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=True)}
+
+
+def assert_stored_exactly(raw_client: Any, physical: str, expected: dict[str, Any], source: str) -> None:
+    """The collection holds exactly the ``expected`` chunks (``{id: Chunk}``): ids, texts, metadata."""
+    from flux_chroma.tasks.writer import content_hash
+
+    got = raw_client.get_collection(physical).get(include=["documents", "metadatas"])
+    assert sorted(got["ids"]) == sorted(expected)
+    for rid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=True):
+        chunk = expected[rid]
+        assert doc == chunk.text
+        assert meta == {**chunk.metadata, "fc_source": source, "fc_hash": content_hash(chunk.document())}
 
 
 def _main(spec_path: str) -> int:

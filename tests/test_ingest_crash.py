@@ -19,10 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ingest_workflows import embedded_texts
+from ingest_workflows import assert_stored_exactly, embedded_texts
 
 from flux_chroma.ingest import IngestJob, build_plan, ingest_execution_id, read_batch
-from flux_chroma.tasks.writer import content_hash
 
 pytestmark = pytest.mark.slow
 
@@ -114,12 +113,7 @@ def test_sigkill_mid_job_then_resume_by_execution_id_in_new_processes(tmp_path: 
 
     # Exact final contents.
     expected = {c.id: c for chunks in batches for c in chunks}
-    stored = raw_client.get_collection(f"{tenant}__handbook").get(include=["documents", "metadatas"])
-    assert sorted(stored["ids"]) == sorted(expected)
-    for rid, doc, meta in zip(stored["ids"], stored["documents"], stored["metadatas"], strict=True):
-        chunk = expected[rid]
-        assert doc == chunk.text
-        assert meta == {**chunk.metadata, "fc_source": "docs", "fc_hash": content_hash(chunk.document())}
+    assert_stored_exactly(raw_client, f"{tenant}__handbook", expected, "docs")
 
     # Who embedded what: no finished batch was embedded again.
     by_pid: dict[int, set[int]] = {}

@@ -33,6 +33,8 @@ _CHROMA_KEYS = frozenset(
     {"tenancy", "url", "token_secret", "connect_timeout", "read_timeout", "cache", "cache_dir", "cache_size_limit", "space", "adopt"}
 )
 _FLUX_KEYS = frozenset({"retry_max_attempts", "retry_delay", "retry_backoff", "timeout"})
+# Options of the job itself (not passed to tasks): seconds a cluster unit may stall.
+_JOB_KEYS = frozenset({"unit_timeout"})
 _SECRET_KEYS = frozenset({"token", "headers"})
 
 
@@ -58,11 +60,14 @@ def check_options(options: Any, where: str) -> dict[str, Any]:
             f"{where}.options must not carry {sorted(secret)}: job specs are stored in Flux's event "
             "log. Use FLUX_CHROMA_TOKEN in the workers' environment or options.token_secret."
         )
-    unknown = set(options) - _CHROMA_KEYS - _FLUX_KEYS
+    unknown = set(options) - _CHROMA_KEYS - _FLUX_KEYS - _JOB_KEYS
     if unknown:
         raise ConfigurationError(
-            f"{where}.options has unknown key(s) {sorted(unknown)}; allowed: {sorted(_CHROMA_KEYS | _FLUX_KEYS)}."
+            f"{where}.options has unknown key(s) {sorted(unknown)}; allowed: {sorted(_CHROMA_KEYS | _FLUX_KEYS | _JOB_KEYS)}."
         )
+    timeout = options.get("unit_timeout")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+        raise ConfigurationError(f"{where}.options.unit_timeout must be a positive number of seconds, got {timeout!r}.")
     return dict(options)
 
 
@@ -153,7 +158,8 @@ class IngestJob:
             function for a NEW collection (default: the pinned one, or the default model).
         options: Loggable task options: ``tenancy``, ``url``, ``token_secret``, timeouts,
             ``cache``, ``space``, ``adopt``, and Flux's ``retry_max_attempts``,
-            ``retry_delay``, ``retry_backoff``, ``timeout``.
+            ``retry_delay``, ``retry_backoff``, ``timeout``; and ``unit_timeout``: seconds
+            a cluster unit may show no progress before it is dispatched again (default 600).
         key: Job key for deterministic execution ids (default: a digest of the spec).
         parallel: Units (shards of consecutive batches) in flight at once, 1 to 256.
             Inline, up to ``parallel`` units run concurrently in the process (what makes
@@ -271,7 +277,7 @@ class IngestJob:
 
     def task_options(self) -> dict[str, Any]:
         """Options for ``task.with_options(...)``: tenant, spec options, embedding function."""
-        opts = dict(self.options)
+        opts = {k: v for k, v in self.options.items() if k not in _JOB_KEYS}
         opts["tenant"] = self.tenant
         ef = embedding_from_spec(self.embedding_function)
         if ef is not None:

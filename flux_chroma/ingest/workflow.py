@@ -3,6 +3,8 @@
 * :func:`ingest_steps`: plan -> one ``ingest_batch`` task per batch -> ``cleanup_ingest``
   (only after every batch committed) -> report. Call it inside any Flux workflow.
 * ``ingest_job``: a workflow running :func:`ingest_steps` for one job spec.
+* ``ingest_unit``: one unit (consecutive batches) of a ``parallel`` job, started by the
+  job on a Flux worker as a child execution. Register this module with the Flux server.
 * ``ingest_tenants``: several jobs (one per tenant) concurrently, with bounded concurrency.
 
 Flux re-executes this module when it registers the workflows: definitions only, no side
@@ -12,17 +14,19 @@ effects at import time.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from flux import ExecutionContext, workflow
+from flux.routing import least, load, score
 
 from flux_chroma.errors import ConfigurationError, FluxChromaError
 from flux_chroma.ingest.batch import cleanup_ingest, ingest_batch, plan_ingest
+from flux_chroma.ingest.dispatch import DEFAULT_UNIT_TIMEOUT, dispatch_units
 from flux_chroma.ingest.spec import IngestJob
 from flux_chroma.ingest.units import run_units_inline, shard
 
-__all__ = ["ingest_steps", "ingest_job", "ingest_tenants", "build_report", "bounded_gather", "NAMESPACE", "job_from_input"]
+__all__ = ["ingest_steps", "ingest_job", "ingest_unit", "ingest_tenants", "build_report", "bounded_gather", "NAMESPACE", "job_from_input"]
 
 NAMESPACE = "flux-chroma"
 _SUMS = ("added", "updated", "skipped", "embedded", "cache_hits", "verified")
@@ -95,6 +99,9 @@ async def ingest_steps(job: IngestJob | dict[str, Any], *, expected_digest: str 
     ``cleanup_ingest`` once every batch has committed. With ``job.parallel > 1`` the
     batches are cut into units of consecutive batches (:mod:`flux_chroma.ingest.units`)
     and up to ``parallel`` units run at once; each unit writes its batches in order.
+    Inline they run in this process; on a Flux worker each unit is a child execution of
+    ``flux-chroma/ingest_unit`` placed by the Flux server on any worker (see
+    :mod:`flux_chroma.ingest.dispatch`).
 
     Args:
         job: The job (spec dict or :class:`IngestJob`).
@@ -113,18 +120,28 @@ async def ingest_steps(job: IngestJob | dict[str, Any], *, expected_digest: str 
     plan = await plan_ingest.with_options(**opts)(spec_dict, expected_digest)
     write = ingest_batch.with_options(**opts)
 
-    async def write_one(ref: dict[str, Any]) -> dict[str, Any]:
-        receipt: dict[str, Any] = await write(plan["collection"], spec_dict, ref)
-        return receipt
-
     units = shard(plan["batches"], spec.parallel)
-    receipts, failure = await run_units_inline(units, write_one, spec.parallel)
-    if failure is not None:
-        raise _stopped(failure.cause, spec, plan, receipts, failure.ref) from None
+    if spec.parallel > 1 and (await ExecutionContext.get()).current_worker:
+        timeout = float(spec.options.get("unit_timeout") or DEFAULT_UNIT_TIMEOUT)
+        receipts, failed = await dispatch_units(spec_dict, plan["collection"], units, spec.parallel, timeout)
+        if failed is not None:
+            raise _stopped(failed[1], spec, plan, receipts, failed[0]) from None
+    else:
+        receipts, failure = await run_units_inline(units, _writer(write, plan["collection"], spec_dict), spec.parallel)
+        if failure is not None:
+            raise _stopped(failure.cause, spec, plan, receipts, failure.ref) from None
     cleanup = None
     if spec.cleanup is not None:
         cleanup = await cleanup_ingest.with_options(**opts)(plan["collection"], spec_dict, plan["digest"])
     return build_report(spec, plan, receipts, cleanup)
+
+
+def _writer(write: Any, collection: str, spec_dict: dict[str, Any]) -> Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]:
+    async def write_one(ref: dict[str, Any]) -> dict[str, Any]:
+        receipt: dict[str, Any] = await write(collection, spec_dict, ref)
+        return receipt
+
+    return write_one
 
 
 async def bounded_gather(coros: list[Awaitable[Any]], max_concurrent: int) -> list[Any]:
@@ -190,3 +207,30 @@ async def ingest_tenants(ctx: ExecutionContext[dict[str, Any]]) -> dict[str, Any
         raise ConfigurationError("ingest_tenants needs input {'jobs': [job spec, ...]}.")
     digests = list(data.get("digests") or [None] * len(jobs))
     return await fan_out(jobs, digests, int(data.get("max_concurrent", 2)))
+
+
+@workflow.with_options(namespace="flux-chroma", runner="inprocess", routing=score(least(load())))
+async def ingest_unit(ctx: ExecutionContext[dict[str, Any]]) -> dict[str, Any]:
+    """Write one unit of a ``parallel`` job (started by the job; see ``flux_chroma.ingest.dispatch``).
+
+    Input: ``{"job": spec, "collection": str, "unit": {"unit", "of", "batches"}, "attempt": n}``.
+    Each batch is an ``ingest_batch`` task (a checkpoint of this execution). The routing
+    policy places units on the least-loaded worker (Flux's event dispatch mode; in poll
+    mode any free worker claims them).
+    """
+    data = ctx.input or {}
+    spec = IngestJob.from_dict(data["job"])
+    spec_dict = spec.work_dict()
+    unit = data["unit"]
+    write = ingest_batch.with_options(**spec.task_options())
+    receipts, failure = await run_units_inline([unit], _writer(write, data["collection"], spec_dict), 1)
+    if failure is not None:
+        cause = failure.cause if isinstance(failure.cause, FluxChromaError) else FluxChromaError(repr(failure.cause))
+        err = cause.__class__.__new__(cause.__class__)
+        FluxChromaError.__init__(
+            err,
+            f"unit {unit['unit']} of {unit['of']} stopped at batch {failure.ref['batch']} ({len(receipts)} of its "
+            f"{len(unit['batches'])} batches committed): {cause.message or type(cause).__name__}",
+        )
+        raise err
+    return {"unit": unit["unit"], "receipts": receipts}

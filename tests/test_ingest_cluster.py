@@ -1,0 +1,195 @@
+"""One ingestion job across a Flux fleet: PostgreSQL-backed Flux server, 3 workers, real processes.
+
+The job (``flux-chroma/ingest_job`` with ``parallel=3``) runs on one worker and starts its
+units as ``flux-chroma/ingest_unit`` child executions, which the server places on any
+worker. Workers are SIGKILLed (their whole process group) mid-job: the job still converges
+to exactly the planned contents, and no chunk already stored is embedded again. The
+embedding function is the toy model with a log (``counting-toy``): the model is not the
+point here, the placement and the faults are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cluster_stack import Fleet
+from ingest_workflows import assert_stored_exactly, embedded_texts, write_docs
+
+from flux_chroma import ChromaServer
+from flux_chroma.errors import ConfigurationError
+from flux_chroma.ingest import IngestJob, build_plan, read_batch
+
+pytestmark = pytest.mark.slow
+
+HANG_GUARD = 240.0  # seconds; only stops a broken test from hanging
+SLOW = {"name": "counting-toy", "config": {"delay": 0.4}}  # units last long enough to be killed mid-way
+
+
+@pytest.fixture(scope="module")
+def fleet(chroma_server: ChromaServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    work = tmp_path_factory.mktemp("fleet")
+    stack = Fleet(work, chroma_server.url, work / "embedded.jsonl")
+    try:
+        yield stack.start(3, register=False)
+    finally:
+        stack.stop()
+
+
+@pytest.fixture
+def registered(fleet: Fleet) -> Fleet:
+    fleet.register()
+    return fleet
+
+
+def _job(tenant: str, root: Path, url: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "tenant": tenant,
+        "collection": "notes",
+        "sources": [{"kind": "files", "path": str(root), "id": "notes"}],
+        "chunking": {"size": 120, "overlap": 20},
+        "embedding_function": {"name": "counting-toy"},
+        "cleanup": "full",
+        "parallel": 3,
+        "options": {"url": url},
+        **extra,
+    }
+
+
+def _expected(job: dict[str, Any]) -> dict[str, Any]:
+    spec = IngestJob.from_dict(job)
+    return {c.id: c for ref in build_plan(spec)["batches"] for c in read_batch(spec, ref)}
+
+
+def _assert_exact(raw_client: Any, tenant: str, job: dict[str, Any]) -> dict[str, Any]:
+    expected = _expected(job)
+    assert_stored_exactly(raw_client, f"{tenant}__notes", expected, "notes")
+    return expected
+
+
+def _stored_texts(raw_client: Any, tenant: str) -> set[str]:
+    try:
+        got = raw_client.get_collection(f"{tenant}__notes").get(include=["documents"])
+    except Exception:  # noqa: BLE001 - not created yet
+        return set()
+    return set(got["documents"])
+
+
+def _wait(what: str, probe: Any, guard: float = HANG_GUARD) -> Any:
+    deadline = time.monotonic() + guard
+    while time.monotonic() < deadline:
+        value = probe()
+        if value:
+            return value
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_unregistered_unit_workflow_is_named_in_the_error(fleet: Fleet) -> None:
+    from flux.config import Configuration
+
+    from flux_chroma.ingest.dispatch import _check_dispatch
+
+    Configuration.get().override(workers={"server_url": fleet.url})
+    try:
+        with pytest.raises(ConfigurationError, match=r"flux-chroma/ingest_unit is not registered") as caught:
+            asyncio.run(_check_dispatch())
+    finally:
+        Configuration.get().reset()
+    assert "flux workflow register" in str(caught.value)
+
+
+def test_parallel_job_is_written_by_several_workers_exactly(registered: Fleet, tmp_path: Path, tenant: str, raw_client: Any) -> None:
+    fleet = registered
+    write_docs(tmp_path / "docs", [f"d{i:03d}" for i in range(115)], words=120)
+    job = _job(tenant, tmp_path / "docs", fleet.chroma_url, batch_size=60)
+    before = len(embedded_texts(fleet.embed_log))
+    execution = fleet.wait_terminal(fleet.submit("flux-chroma/ingest_job", job), HANG_GUARD)
+    assert execution["state"] == "COMPLETED", execution.get("output")
+    report = execution["output"]
+    expected = _assert_exact(raw_client, tenant, job)
+    assert report["chunks"] == len(expected) >= 2000 and report["added"] == len(expected) and report["failed"] == 0
+    timings = report["batch_timings"]
+    assert [t["batch"] for t in timings] == list(range(report["batches"]))
+    assert len({t["worker"] for t in timings}) >= 2  # the fleet wrote it, not one worker
+    assert all(t["execution_id"] != execution["execution_id"] and t["pid"] > 0 for t in timings)
+    children = fleet.children(tenant)
+    assert {c["execution_id"] for c in children} == {t["execution_id"] for t in timings}
+    assert all(c["state"] == "COMPLETED" for c in children)
+    assert report["cleanup"] == {"mode": "full", "scanned": len(expected), "deleted": 0}
+    texts = [text for _, text in embedded_texts(fleet.embed_log)[before:]]
+    assert sorted(texts) == sorted(c.text for c in expected.values())  # each chunk embedded once
+
+
+def test_sigkill_of_a_unit_worker_mid_job_converges(registered: Fleet, tmp_path: Path, tenant: str, raw_client: Any) -> None:
+    fleet = registered
+    write_docs(tmp_path / "docs", [f"d{i:03d}" for i in range(60)], words=120)
+    job = _job(tenant, tmp_path / "docs", fleet.chroma_url, batch_size=20, options={"url": fleet.chroma_url, "unit_timeout": 20})
+    job["embedding_function"] = SLOW
+    parent = fleet.submit("flux-chroma/ingest_job", job)
+
+    def victim() -> dict[str, Any] | None:  # a unit on another worker with batches done AND to do
+        owner = fleet.execution(parent).get("current_worker")
+        for child in fleet.children(tenant):
+            if child["state"] == "RUNNING" and child["current_worker"] not in ("", owner):
+                detail = fleet.execution(child["execution_id"], detailed=True)
+                done = sum(1 for e in detail["events"] if e["type"] == "TASK_COMPLETED")
+                if 1 <= done <= len(detail["input"]["unit"]["batches"]) - 2:
+                    return child
+        return None
+
+    lost = _wait("a unit running on a worker other than the parent's", victim)
+    fleet.kill(lost["current_worker"])
+    execution = fleet.wait_terminal(parent, HANG_GUARD)
+    assert execution["state"] == "COMPLETED", execution.get("output")
+    expected = _assert_exact(raw_client, tenant, job)
+    assert execution["output"]["failed"] == 0 and execution["output"]["chunks"] == len(expected)
+    # The lost unit ran again elsewhere: Flux re-dispatched the same execution after the
+    # worker went silent, or flux-chroma cancelled it past unit_timeout and started attempt 2.
+    after = fleet.execution(lost["execution_id"])
+    unit = after["input"]["unit"]["unit"]
+    writers = {t["execution_id"]: t["worker"] for t in execution["output"]["batch_timings"] if t["batch"] in {b["batch"] for b in after["input"]["unit"]["batches"]}}
+    print(f"lost unit {unit}: {lost['execution_id']} on {lost['current_worker']} -> {after['state']} on {after['current_worker']}; written by {writers}")
+    assert lost["current_worker"] not in writers.values()
+    assert after["state"] == "COMPLETED" or (after["state"] in ("CANCELLED", "CANCELLING") and lost["execution_id"] not in writers)
+    fleet.start_worker("worker-4")  # keep three workers for the next test
+    fleet.wait_online(["worker-4"])
+
+
+def test_sigkill_of_the_parents_worker_then_resubmit_resumes(registered: Fleet, tmp_path: Path, tenant: str, raw_client: Any) -> None:
+    fleet = registered
+    write_docs(tmp_path / "docs", [f"d{i:03d}" for i in range(60)], words=120)
+    job = {**_job(tenant, tmp_path / "docs", fleet.chroma_url, batch_size=20), "embedding_function": SLOW}
+    first = fleet.submit("flux-chroma/ingest_job", job)
+    _wait("a committed unit", lambda: any(c["state"] == "COMPLETED" for c in fleet.children(tenant)))
+    owner = fleet.execution(first)["current_worker"]
+    stored = _stored_texts(raw_client, tenant)  # committed before the kill...
+    mark = len(embedded_texts(fleet.embed_log))  # ...and what was embedded up to now
+    fleet.kill(owner)
+
+    second = fleet.wait_terminal(fleet.submit("flux-chroma/ingest_job", job), HANG_GUARD)
+    assert second["state"] == "COMPLETED", json.dumps(second.get("output"))[:2000]
+    expected = _assert_exact(raw_client, tenant, job)
+    assert second["output"]["failed"] == 0 and second["output"]["chunks"] == len(expected)
+    assert stored and len(stored) < len(expected)  # the kill really was mid-job
+    again = {text for _, text in embedded_texts(fleet.embed_log)[mark:]} & stored
+    assert again == set()  # nothing committed before the kill was embedded again
+    assert second["output"]["skipped"] >= len(stored)
+
+
+def test_worker_without_server_url_fails_readably(registered: Fleet, tmp_path: Path, tenant: str) -> None:
+    fleet = registered
+    for name in fleet.online():
+        fleet.kill(name)
+    fleet.start_worker("lonely", server_url=False)
+    fleet.wait_online(["lonely"])
+    write_docs(tmp_path / "docs", ["alpha", "bravo"], words=60)
+    execution = fleet.wait_terminal(fleet.submit("flux-chroma/ingest_job", _job(tenant, tmp_path / "docs", fleet.chroma_url, batch_size=4)), HANG_GUARD)
+    assert execution["state"] == "FAILED"
+    message = json.dumps(execution["output"])
+    assert "FLUX_WORKERS__SERVER_URL" in message and "no Flux server answers" in message
