@@ -32,8 +32,9 @@ from typing import Any
 
 from flux import task
 
-from flux_chroma import errors as fc_errors
+import flux_chroma.errors as fc_errors
 from flux_chroma.errors import ConfigurationError, FluxChromaError
+from flux_chroma.ingest.units import bounded_gather
 
 __all__ = [
     "UNIT_WORKFLOW",
@@ -205,8 +206,6 @@ async def dispatch_units(
     Returns:
         ``(receipts in batch order, (first batch of the earliest failed unit, its error) or None)``.
     """
-    from flux_chroma.ingest.workflow import bounded_gather
-
     await check_dispatch()
     payloads = [{"job": job, "collection": collection, "unit": unit} for unit in units]
     results = await bounded_gather([_run_unit(p, unit_timeout) for p in payloads], parallel)

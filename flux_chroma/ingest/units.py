@@ -13,11 +13,12 @@ slots idle at the end of a job.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-__all__ = ["UNITS_PER_SLOT", "MAX_UNIT_BATCHES", "unit_size", "shard", "run_units_inline", "UnitFailure"]
+__all__ = ["UNITS_PER_SLOT", "MAX_UNIT_BATCHES", "unit_size", "shard", "run_units_inline", "bounded_gather", "UnitFailure"]
 
 UNITS_PER_SLOT = 4
 """Units cut per slot of ``parallel`` (load balance at the end of a job)."""
@@ -58,6 +59,22 @@ def shard(batches: list[dict[str, Any]], parallel: int) -> list[dict[str, Any]]:
     return [{"unit": i, "of": len(cuts), "batches": refs} for i, refs in enumerate(cuts)]
 
 
+async def bounded_gather(coros: list[Awaitable[Any]], max_concurrent: int) -> list[Any]:
+    """Await coroutines with at most ``max_concurrent`` running; exceptions are returned.
+
+    Unlike ``flux.tasks.parallel`` (itself a task, whose completed output would be replayed
+    as a whole), each branch's own tasks are the checkpoints: a branch that failed is
+    retried on the next run while the finished branches replay.
+    """
+    semaphore = asyncio.Semaphore(max_concurrent)
+
+    async def bounded(coro: Awaitable[Any]) -> Any:
+        async with semaphore:
+            return await coro
+
+    return await asyncio.gather(*(bounded(c) for c in coros), return_exceptions=True)
+
+
 class UnitFailure(Exception):
     """A unit stopped at one batch; carries the batch reference and the cause."""
 
@@ -89,8 +106,6 @@ async def run_units_inline(units: list[dict[str, Any]], write: WriteBatch, paral
     Returns:
         ``(receipts in batch order, the failure of the earliest failing batch or None)``.
     """
-    from flux_chroma.ingest.workflow import bounded_gather
-
     receipts: list[dict[str, Any]] = []
     results = await bounded_gather([_run_unit(u, write, receipts) for u in units], parallel)
     receipts.sort(key=lambda r: int(r["batch"]))

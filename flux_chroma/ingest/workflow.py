@@ -13,7 +13,6 @@ effects at import time.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -24,7 +23,7 @@ from flux_chroma.errors import ConfigurationError, FluxChromaError
 from flux_chroma.ingest.batch import cleanup_ingest, ingest_batch, plan_ingest
 from flux_chroma.ingest.dispatch import DEFAULT_UNIT_TIMEOUT, dispatch_units
 from flux_chroma.ingest.spec import IngestJob
-from flux_chroma.ingest.units import run_units_inline, shard
+from flux_chroma.ingest.units import bounded_gather, run_units_inline, shard
 
 __all__ = ["ingest_steps", "ingest_job", "ingest_unit", "ingest_tenants", "build_report", "bounded_gather", "NAMESPACE", "job_from_input"]
 
@@ -142,22 +141,6 @@ def _writer(write: Any, collection: str, spec_dict: dict[str, Any]) -> Callable[
         return receipt
 
     return write_one
-
-
-async def bounded_gather(coros: list[Awaitable[Any]], max_concurrent: int) -> list[Any]:
-    """Await coroutines with at most ``max_concurrent`` running; exceptions are returned.
-
-    Unlike ``flux.tasks.parallel`` (itself a task, whose completed output would be replayed
-    as a whole), each branch's own tasks are the checkpoints: a branch that failed is
-    retried on the next run while the finished branches replay.
-    """
-    semaphore = asyncio.Semaphore(max_concurrent)
-
-    async def bounded(coro: Awaitable[Any]) -> Any:
-        async with semaphore:
-            return await coro
-
-    return await asyncio.gather(*(bounded(c) for c in coros), return_exceptions=True)
 
 
 def job_from_input(value: Any) -> tuple[IngestJob, str | None]:
