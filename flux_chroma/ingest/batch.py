@@ -22,10 +22,11 @@ from typing import Any
 from flux import ExecutionContext
 
 from flux_chroma.chroma.aliases import resolve_alias
-from flux_chroma.chroma.collections import Resolved, Target, open_collection
+from flux_chroma.chroma.collections import Resolved, Target, open_collection, with_collection
 from flux_chroma.chroma.connection import server_info
 from flux_chroma.errors import (
     ChromaUnavailableError,
+    CollectionNotFoundError,
     SourceChangedError,
     TenantError,
     classify_chroma_error,
@@ -40,7 +41,7 @@ from flux_chroma.tasks.writer import WriteOptions, write_documents
 
 _RETRY: dict[str, Any] = {"retry_max_attempts": 3, "retry_delay": 1, "retry_backoff": 2}
 
-__all__ = ["plan_ingest", "ingest_batch", "cleanup_ingest", "send_progress"]
+__all__ = ["plan_ingest", "ingest_batch", "find_lost_batches", "cleanup_ingest", "send_progress"]
 
 
 def _job(options: ChromaOptions, job: Any) -> IngestJob:
@@ -173,6 +174,48 @@ async def ingest_batch(collection: str, job: dict[str, Any], batch: dict[str, An
     receipt["worker"] = ctx.current_worker or None  # "" inline
     await send_progress({**base, "status": "done", **receipt})
     return receipt
+
+
+def _lost_sync(target: Target, job: IngestJob, refs: list[dict[str, Any]], options: ChromaOptions) -> list[int]:
+    def lost(resolved: Resolved) -> list[int]:
+        out = []
+        for ref in refs:
+            ids = [c.id for c in read_batch(job, ref)]
+            found = resolved.collection.get(ids=ids, include=[])["ids"]
+            if len(set(found)) < len(set(ids)):
+                out.append(int(ref["batch"]))
+        return out
+
+    try:
+        return with_collection(
+            target, lost, ef=options.embedding_function, space=options.space, create=False,
+            adopt=options.adopt, action=f"check replayed batches of {target.label!r}",
+        )
+    except CollectionNotFoundError:
+        return [int(ref["batch"]) for ref in refs]  # the whole collection is gone
+
+
+@chroma_task(**_RETRY)
+async def find_lost_batches(collection: str, job: dict[str, Any], batches: list[dict[str, Any]], run: str) -> list[int]:
+    """Ask the server which of the given (replayed) batches are no longer fully stored.
+
+    A re-run after ``FAILED`` replays the batches the failed run committed from its copied
+    events; the collection may have been dropped or the server wiped since. One
+    ``get(ids, include=[])`` per batch (no embedding) tells.
+
+    Args:
+        collection: The collection the batches wrote.
+        job: The job spec.
+        batches: Entries of ``plan["batches"]`` whose receipts were replayed.
+        run: The current execution id (a fresh check per run, never itself replayed).
+
+    Returns:
+        Batch numbers with at least one id missing on the server.
+    """
+    options = chroma_options()
+    spec = _job(options, job)
+    target = chroma_target(collection)
+    return await asyncio.to_thread(_lost_sync, target, spec, list(batches), options)
 
 
 @chroma_task(**_RETRY)

@@ -20,7 +20,7 @@ from flux import ExecutionContext, workflow
 from flux.routing import least, load, score
 
 from flux_chroma.errors import ConfigurationError, FluxChromaError
-from flux_chroma.ingest.batch import cleanup_ingest, ingest_batch, plan_ingest
+from flux_chroma.ingest.batch import cleanup_ingest, find_lost_batches, ingest_batch, plan_ingest
 from flux_chroma.ingest.dispatch import DEFAULT_UNIT_TIMEOUT, dispatch_units
 from flux_chroma.ingest.spec import IngestJob
 from flux_chroma.ingest.units import bounded_gather, run_units_inline, shard
@@ -129,10 +129,41 @@ async def ingest_steps(job: IngestJob | dict[str, Any], *, expected_digest: str 
         receipts, failure = await run_units_inline(units, _writer(write, plan["collection"], spec_dict), spec.parallel)
         if failure is not None:
             raise _stopped(failure.cause, spec, plan, receipts, failure.ref) from None
+    receipts = await _rewrite_lost(plan, spec_dict, receipts, opts, _writer(write, plan["collection"], spec_dict))
     cleanup = None
     if spec.cleanup is not None:
         cleanup = await cleanup_ingest.with_options(**opts)(plan["collection"], spec_dict, plan["digest"])
     return build_report(spec, plan, receipts, cleanup)
+
+
+async def _rewrite_lost(
+    plan: dict[str, Any],
+    spec_dict: dict[str, Any],
+    receipts: list[dict[str, Any]],
+    opts: dict[str, Any],
+    write: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]],
+) -> list[dict[str, Any]]:
+    """On a re-run after ``FAILED``, write again the replayed batches the server lost.
+
+    Such a run replays the batches of the failed run from its copied events (trusting the
+    log). The server is asked (ids only, no embedding) whether it still holds them: the
+    collection may have been dropped or the server wiped in between. Lost batches run again
+    through the skip-unchanged writer, under a task id unique to this run.
+    """
+    ctx = await ExecutionContext.get()
+    if not (isinstance(ctx.input, dict) and ctx.input.get("replayed_from")):
+        return receipts
+    replayed = {int(r["batch"]) for r in receipts if r.get("execution_id") not in (None, ctx.execution_id)}
+    if not replayed:
+        return receipts
+    refs = [ref for ref in plan["batches"] if int(ref["batch"]) in replayed]
+    check = find_lost_batches.with_options(**opts)
+    lost = set(await check(plan["collection"], spec_dict, refs, ctx.execution_id))
+    again = {}
+    for ref in refs:
+        if int(ref["batch"]) in lost:
+            again[int(ref["batch"])] = await write({**ref, "rewrite_of_lost": ctx.execution_id})
+    return [again.get(int(r["batch"]), r) for r in receipts]
 
 
 def _writer(write: Any, collection: str, spec_dict: dict[str, Any]) -> Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]:
