@@ -39,6 +39,7 @@ from flux_chroma.embedding.model_files import (
     model_not_available_error,
 )
 from flux_chroma.embedding.onnx_session import load_session, load_tokenizers, pool
+from flux_chroma.embedding.threads import validate_threads
 from flux_chroma.errors import ConfigurationError, ModelNotAvailableError
 
 __all__ = [
@@ -135,19 +136,29 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
         model_dir: Folder holding the model files. When given, only this folder is used.
             Default: ``$FLUX_CHROMA_MODEL_DIR`` if set, then Chroma's model cache.
         batch_size: Texts per ONNX run (texts are sorted by length first).
+        threads: Threads of this process's ONNX session. Default: ``$FLUX_CHROMA_EMBED_THREADS``
+            if set, else a share of the host's cores among the processes embedding on it
+            (:mod:`flux_chroma.embedding.threads`). Does not change the vectors or the pin.
 
     Raises:
-        ConfigurationError: ``batch_size`` is not a positive integer.
+        ConfigurationError: ``batch_size`` is not a positive integer, or ``threads`` is not a
+            whole number from 1 to 1024.
 
     The model is loaded lazily on the first call; :meth:`ensure_available` checks the files
     without loading. Instances hold only paths: they pickle cheaply, and an unpickled copy
     looks the model up again in its own process (``$FLUX_CHROMA_MODEL_DIR``, Chroma's cache).
     """
 
-    def __init__(self, model_dir: str | os.PathLike[str] | None = None, batch_size: int = 32):
+    def __init__(
+        self,
+        model_dir: str | os.PathLike[str] | None = None,
+        batch_size: int = 32,
+        threads: int | None = None,
+    ):
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigurationError(f"batch_size must be a positive integer, got {batch_size!r}.")
         self.batch_size = batch_size
+        self.threads = None if threads is None else validate_threads(threads, "threads=")
         self._explicit = None if model_dir is None else str(model_dir)
         if model_dir is not None:
             candidates = [Path(model_dir).expanduser()]
@@ -161,11 +172,14 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Re-resolve on unpickling: another worker has its own env and model cache.
-        return (FastDefaultEmbedding, (self._explicit, self.batch_size))
+        return (FastDefaultEmbedding, (self._explicit, self.batch_size, self.threads))
 
     def __repr__(self) -> str:
         where = self._resolved or " | ".join(str(p) for p in self._candidates)
-        return f"FastDefaultEmbedding(model_dir={str(where)!r}, batch_size={self.batch_size})"
+        return (
+            f"FastDefaultEmbedding(model_dir={str(where)!r}, batch_size={self.batch_size}, "
+            f"threads={self.threads})"
+        )
 
     # -- model files ------------------------------------------------------------------------
 
@@ -228,7 +242,7 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
         """
         folder = self.ensure_available()
         tokenizers = load_tokenizers(folder)
-        session = load_session(folder)
+        session = load_session(folder, self.threads)
         items = list(texts)
         if not items:
             dim = int(session.get_outputs()[0].shape[-1])
@@ -335,4 +349,3 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
     def supported_spaces(self) -> list[Space]:
         """Return the spaces the normalised vectors support."""
         return ["cosine", "l2", "ip"]
-

@@ -1,7 +1,9 @@
 """The ONNX runtime side of the default model: tokenizers, one session per process, pooling.
 
 Sessions and tokenizers are loaded once per model folder (and per process: ONNX thread pools
-do not survive ``fork()``) under one lock, so threads share them.
+do not survive ``fork()``) under one lock, so threads share them. A session's thread count
+comes from :mod:`flux_chroma.embedding.threads`; when it shares the host's cores and the share
+changes (another embedding process started or ended), the session is built again.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from flux_chroma.embedding.model_files import MAX_TOKENS
+from flux_chroma.embedding.threads import Budget, configured_threads
 from flux_chroma.errors import ModelNotAvailableError
 
 __all__ = ["load_session", "load_tokenizers", "pool"]
@@ -28,15 +31,9 @@ class _Tokenizers:
 
 
 _TOKENIZERS: dict[str, _Tokenizers] = {}
-_SESSIONS: dict[tuple[int, str], Any] = {}  # (pid, folder) -> onnxruntime.InferenceSession
+_SESSIONS: dict[tuple[int, str], tuple[int, Any]] = {}  # (pid, folder) -> (threads, session)
 _LOCK = threading.Lock()
-
-
-def _cpu_threads() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
+_BUDGET = Budget()
 
 
 def load_tokenizers(folder: Path) -> _Tokenizers:
@@ -66,30 +63,54 @@ def load_tokenizers(folder: Path) -> _Tokenizers:
         return cached
 
 
-def load_session(folder: Path) -> Any:
-    """The ``onnxruntime.InferenceSession`` of ``folder`` for this process (loaded once)."""
-    key = (os.getpid(), str(folder))  # ONNX thread pools do not survive fork(): one per process
-    with _LOCK:
-        session = _SESSIONS.get(key)
-        if session is None:
-            import onnxruntime as ort
+def session_threads(threads: int | None = None) -> int:
+    """The intra-op thread count a session of this process gets now.
 
-            options = ort.SessionOptions()
-            options.log_severity_level = 3
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            options.intra_op_num_threads = _cpu_threads()
-            options.inter_op_num_threads = 1
-            path = str(folder / "model.onnx")
-            try:
-                session = ort.InferenceSession(
-                    path, sess_options=options, providers=["CPUExecutionProvider"]
-                )
-            except Exception as exc:
-                raise ModelNotAvailableError(
-                    f"The ONNX model {path} could not be loaded ({type(exc).__name__}: {exc}). "
-                    f"Replace the model folder {folder} with an intact copy."
-                ) from exc
-            _SESSIONS[key] = session
+    Args:
+        threads: ``threads=`` of the embedding function, if set.
+
+    Returns:
+        ``threads``, else ``$FLUX_CHROMA_EMBED_THREADS``, else this process's share of the
+        host's cores (see :mod:`flux_chroma.embedding.threads`).
+    """
+    fixed = configured_threads(threads)
+    return fixed if fixed is not None else _BUDGET.threads()
+
+
+def load_session(folder: Path, threads: int | None = None) -> Any:
+    """The ``onnxruntime.InferenceSession`` of ``folder`` for this process (loaded once).
+
+    Args:
+        folder: The model folder.
+        threads: ``threads=`` of the embedding function, if set (see :func:`session_threads`).
+
+    Returns:
+        The session, built again when its thread count no longer matches.
+    """
+    key = (os.getpid(), str(folder))  # ONNX thread pools do not survive fork(): one per process
+    want = session_threads(threads)
+    with _LOCK:
+        current = _SESSIONS.get(key)
+        if current is not None and current[0] == want:
+            return current[1]
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.intra_op_num_threads = want
+        options.inter_op_num_threads = 1
+        path = str(folder / "model.onnx")
+        try:
+            session = ort.InferenceSession(
+                path, sess_options=options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:
+            raise ModelNotAvailableError(
+                f"The ONNX model {path} could not be loaded ({type(exc).__name__}: {exc}). "
+                f"Replace the model folder {folder} with an intact copy."
+            ) from exc
+        _SESSIONS[key] = (want, session)
         return session
 
 
