@@ -113,16 +113,40 @@ def get_alias(settings: ConnectionSettings, namespace: Namespace, name: str) -> 
     return str(target) if target else None
 
 
-def resolve_alias(target: Target) -> Target:
-    """The target readers of ``target.name`` should use (itself when it is no alias).
+def resolve_alias(target: Target, *, drop: bool = False) -> Target:
+    """The collection every task addresses for ``target.name`` (itself when it is no alias).
+
+    This is the one place aliases are resolved, so every task addresses the same collection
+    for the same name: ``query``, ``embed_and_add``, ``delete_documents``, ingestion and
+    :func:`~flux_chroma.tasks.context.use_collection` follow the alias. Dropping a collection
+    by an alias name (``drop=True``) is refused instead: it would delete a collection readers no
+    longer see, or leave the alias pointing nowhere.
 
     Blocking (one small request); call it from a worker thread in async code.
 
+    Args:
+        target: The collection as the caller named it.
+        drop: The caller is about to delete the collection itself.
+
+    Returns:
+        The target the alias points at, or ``target``.
+
     Raises:
+        ConfigurationError: ``drop`` and ``target.name`` is an alias (the message names the
+            collection it points at).
         ChromaUnavailableError: The server is unreachable.
     """
     real = get_alias(target.settings, target.namespace, target.name)
-    return target if real is None else Target(target.settings, target.namespace, real)
+    if real is None:
+        return target
+    if drop:
+        raise ConfigurationError(
+            f"{target.label} is an alias of the collection {target.namespace.tenant}/{real} (readers, "
+            f"writes and deletes of documents by that name go there); deleting a collection by an "
+            f"alias name is refused. Delete {real!r} by its own name, or remove the alias first "
+            "(flux_chroma.chroma.aliases.remove_alias). Nothing was deleted."
+        )
+    return Target(target.settings, target.namespace, real)
 
 
 def list_aliases(settings: ConnectionSettings, namespace: Namespace) -> dict[str, str]:

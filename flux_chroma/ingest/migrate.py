@@ -28,13 +28,14 @@ from typing import Any
 
 from flux import ExecutionContext, workflow
 
-from flux_chroma.chroma.aliases import resolve_alias, set_alias
+from flux_chroma.chroma.aliases import list_aliases, resolve_alias, set_alias
 from flux_chroma.chroma.collections import Target, open_collection
 from flux_chroma.chroma.connection import get_client, server_info
 from flux_chroma.chroma.naming import validate_collection_name, validate_tenant
 from flux_chroma.chroma.pinning import Pin, pin_for
 from flux_chroma.errors import (
     ChromaUnavailableError,
+    CollectionNotFoundError,
     ConfigurationError,
     InvalidDocumentError,
     UnpinnedCollectionError,
@@ -170,6 +171,46 @@ def _copy(records: dict[str, Any], target: Target, options: ChromaOptions) -> di
 _RETRY: dict[str, Any] = {"retry_max_attempts": 3, "retry_delay": 1, "retry_backoff": 2}
 
 
+_MIGRATION_KEY = "fc_migration_source"
+
+
+def _refuse_foreign_target(options: ChromaOptions, spec: MigrationSpec, source: Target, target: Target) -> None:
+    """Refuse a target that holds records this migration did not write, or that an alias serves.
+
+    Reconciliation deletes whatever the source lacks: pointed at a collection someone else
+    filled, it would silently delete their records. Checked before anything is written.
+    """
+    others = {a: t for a, t in list_aliases(target.settings, target.namespace).items() if t == target.name and a != spec.collection}
+    if others:
+        raise ConfigurationError(
+            f"migration target {target.label!r} is what alias(es) {sorted(others)} serve to readers; a "
+            "migration would overwrite it. Choose another target= . Nothing was written."
+        )
+    try:
+        existing = _raw(target)
+    except CollectionNotFoundError:
+        return
+    count = int(existing.count())
+    if count and (existing.metadata or {}).get(_MIGRATION_KEY) != source.name:
+        raise ConfigurationError(
+            f"migration target {target.label!r} already holds {count} records that no migration of "
+            f"{source.label!r} wrote; migrating into it would delete them (the target is made to match "
+            "the source). Choose another target= , or delete that collection first if its records "
+            "are disposable. Nothing was written."
+        )
+
+
+def _mark_target(target: Target, source: str) -> None:
+    """Record in the target's metadata which source it is being built from."""
+    collection = _raw(target)
+    metadata = dict(collection.metadata or {})
+    if metadata.get(_MIGRATION_KEY) != source:
+        try:
+            collection.modify(metadata={**metadata, _MIGRATION_KEY: source})
+        except Exception as exc:  # noqa: BLE001
+            raise classify_chroma_error(exc, action=f"mark {target.label!r}", url=target.settings.url) from None
+
+
 def _plan_sync(options: ChromaOptions, spec: MigrationSpec) -> dict[str, Any]:
     source = resolve_alias(options.target(spec.collection))
     source_coll = _raw(source)
@@ -186,7 +227,9 @@ def _plan_sync(options: ChromaOptions, spec: MigrationSpec) -> dict[str, Any]:
     if target_name == source.name:
         raise ConfigurationError(f"migration target {target_name!r} is the source collection itself; choose another target.")
     target = options.target(target_name)
+    _refuse_foreign_target(options, spec, source, target)
     open_collection(target, ef=options.embedding_function, space=new_pin.space, create=True)  # pinned to the new model
+    _mark_target(target, source.name)
     size = min(spec.batch_size, int(server_info(source.settings)["max_batch_size"]) or spec.batch_size)
     count = int(source_coll.count())
     pages = [{"page": i, "offset": off, "limit": size} for i, off in enumerate(range(0, count, size))]

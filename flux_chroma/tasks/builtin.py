@@ -52,7 +52,8 @@ async def embed_and_add(collection: str, docs: list[dict[str, Any]]) -> Receipt:
     """Embed documents and upsert them into the tenant's collection (idempotent).
 
     Args:
-        collection: Tenant-relative collection name (created with a pin when missing).
+        collection: Tenant-relative collection name (created with a pin when missing; an
+            alias is followed, like ``query`` does).
         docs: ``[{"id": str, "text": str, "metadata": dict (optional)}, ...]``.
 
     Returns:
@@ -69,8 +70,8 @@ async def embed_and_add(collection: str, docs: list[dict[str, Any]]) -> Receipt:
         ChromaUnavailableError: The server is unreachable (retried by Flux).
     """
     options = chroma_options()
-    target = chroma_target(collection)
     documents = validate_documents(docs)
+    target = await asyncio.to_thread(resolve_alias, chroma_target(collection))  # writers follow the alias
     send = emit_progress({"task": "embed_and_add", "collection": collection})
     write_opts = WriteOptions(
         ef=options.embedding_function,
@@ -166,6 +167,8 @@ async def delete_collection(collection: str) -> dict[str, Any]:
     Raises:
         TenantError: No or invalid tenant option.
         InvalidNameError: Invalid collection name.
+        ConfigurationError: ``collection`` is an alias (the message names the collection it
+            points at); nothing is deleted.
         ChromaUnavailableError: The server is unreachable.
     """
     target = chroma_target(collection)
@@ -202,6 +205,7 @@ async def delete_documents(
         if problem is not None:
             raise InvalidQueryError(f"ids[{i}] {rid!r} {problem}; nothing was deleted.")
     validate_where(where)
+    target = await asyncio.to_thread(resolve_alias, target)  # deletes follow the alias like reads
     return await asyncio.to_thread(_delete_documents_sync, target, list(ids) if ids else None, where)
 
 
@@ -231,6 +235,7 @@ def _list_sync(namespace: Namespace, settings: ConnectionSettings) -> list[Colle
 
 
 def _delete_collection_sync(target: Target) -> dict[str, Any]:
+    resolve_alias(target, drop=True)  # refuses an alias name
     try:
         client = get_client(target.settings, target.namespace.database)
         client.delete_collection(target.physical)

@@ -129,7 +129,7 @@ async def use_collection[T](
     operation: Callable[[Resolved], T],
     *,
     create: bool = False,
-    follow_alias: bool = False,
+    follow_alias: bool = True,
     action: str | None = None,
 ) -> T:
     """Run ``operation`` on the running task's collection in a worker thread.
@@ -146,7 +146,8 @@ async def use_collection[T](
             :class:`~flux_chroma.chroma.collections.Resolved` collection (``.collection`` is
             the chromadb handle, ``.ef`` the pinned embedding function, ``.pin`` the pin).
         create: Create (and pin) the collection when it is missing.
-        follow_alias: Resolve the tenant's alias of that name first, as ``query`` does.
+        follow_alias: Resolve the tenant's alias of that name first, as every built-in task
+            does (default); ``False`` addresses the collection of that exact name.
         action: What ``operation`` does, for error messages (default: the task's name).
 
     Returns:
