@@ -12,6 +12,7 @@ touched. Modes follow LangChain's indexing API:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from flux_chroma.chroma.collections import Resolved, Target, with_collection
@@ -30,16 +31,18 @@ def doc_key_from_id(record_id: str) -> str:
     return record_id.rsplit("#", 1)[0]
 
 
-def _stored_ids(resolved: Resolved, source_ids: list[str], page: int) -> list[str]:
+def _stale_ids(resolved: Resolved, source_ids: list[str], page: int, is_stale: Callable[[str], bool]) -> tuple[int, list[str]]:
+    """Page through the job's stored ids; keep only the stale ones (memory follows those)."""
     where: dict[str, Any] = {SOURCE_KEY: {"$in": source_ids}}
-    stored: list[str] = []
-    offset = 0
+    stale: list[str] = []
+    scanned = offset = 0
     while True:
         got = resolved.collection.get(where=where, include=[], limit=page, offset=offset)
         ids = list(got["ids"])
-        stored.extend(ids)
+        scanned += len(ids)
+        stale.extend(rid for rid in ids if is_stale(rid))
         if len(ids) < page:
-            return stored
+            return scanned, stale
         offset += page
 
 
@@ -69,16 +72,15 @@ def cleanup_stale(target: Target, job: IngestJob, expected_digest: str | None, *
             f"the sources of ingestion job {job.tenant}/{job.collection} changed after its batches were "
             "written; cleanup deleted nothing. Run the job again to re-plan from the current content."
         )
-    keep = set().union(*live.values())
+
+    def is_stale(rid: str) -> bool:
+        return rid not in live and (mode == "full" or doc_key_from_id(rid) in docs)
 
     def run(resolved: Resolved) -> dict[str, Any]:
-        stored = _stored_ids(resolved, sorted(live), page)
-        stale = [
-            rid for rid in stored if rid not in keep and (mode == "full" or doc_key_from_id(rid) in docs)
-        ]
+        scanned, stale = _stale_ids(resolved, sorted(src["id"] for src in job.sources), page, is_stale)
         for start in range(0, len(stale), page):
             resolved.collection.delete(ids=stale[start : start + page])
-        return {"mode": mode, "scanned": len(stored), "deleted": len(stale)}
+        return {"mode": mode, "scanned": scanned, "deleted": len(stale)}
 
     try:
         return with_collection(target, run, ef=ef, create=False, action=f"clean up {target.label!r}")

@@ -11,6 +11,7 @@ slice from the reference with :func:`read_batch` and fails with
 from __future__ import annotations
 
 import hashlib
+from array import array
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +22,7 @@ from flux_chroma.ingest.sources import Unit, iter_units
 from flux_chroma.ingest.spec import IngestJob
 from flux_chroma.tasks.validation import Document
 
-__all__ = ["Chunk", "build_plan", "read_batch", "iter_chunks", "live_chunks", "MAX_REPORTED_DUPLICATES"]
+__all__ = ["Chunk", "build_plan", "read_batch", "iter_chunks", "live_chunks", "LiveSet", "key64", "MAX_REPORTED_DUPLICATES"]
 
 MAX_REPORTED_DUPLICATES = 50
 
@@ -58,18 +59,46 @@ def _combine(digests: list[str]) -> str:
     return hashlib.sha256("".join(digests).encode("ascii")).hexdigest()[:32]
 
 
-def _duplicates(job: IngestJob, units: list[list[Unit]]) -> tuple[set[tuple[int, int]], list[dict[str, Any]]]:
-    """Apply the duplicate policy; return excluded (source, cursor) pairs and a report."""
-    seen: dict[str, list[tuple[int, Unit]]] = {}
-    for s_idx, source_units in enumerate(units):
-        for unit in source_units:
-            seen.setdefault(unit.doc_id, []).append((s_idx, unit))
-    collisions = {doc_id: hits for doc_id, hits in seen.items() if len(hits) > 1}
+class _Combined:
+    """:func:`_combine` computed incrementally (the same digest, without keeping the list)."""
+
+    def __init__(self) -> None:
+        self._hash = hashlib.sha256()
+
+    def add(self, digest: str) -> None:
+        self._hash.update(digest.encode("ascii"))
+
+    def hexdigest(self) -> str:
+        return self._hash.hexdigest()[:32]
+
+
+def _duplicates(job: IngestJob) -> tuple[set[tuple[int, int]], list[dict[str, Any]]]:
+    """Apply the duplicate policy, streaming: returns excluded ``(source, cursor)`` pairs and a report.
+
+    Pass 1 keeps 8 bytes per document (a :func:`key64` of its id) and finds repeated keys;
+    only when there are some, pass 2 collects the colliding documents' positions.
+    """
+    import numpy as np
+
+    keys = array("Q")
+    for src in job.sources:
+        keys.extend(key64(unit.doc_id) for unit in iter_units(src))
+    ordered = np.sort(np.frombuffer(keys, dtype=np.uint64))
+    del keys
+    repeated = {int(k) for k in np.unique(ordered[1:][ordered[1:] == ordered[:-1]])}
+    del ordered
+    groups: dict[str, list[tuple[int, int, str]]] = {}
+    if repeated:
+        for s_idx, src in enumerate(job.sources):
+            for unit in iter_units(src):
+                if key64(unit.doc_id) in repeated:
+                    groups.setdefault(unit.doc_id, []).append((s_idx, unit.cursor, unit.label))
+    collisions = {doc_id: hits for doc_id, hits in groups.items() if len(hits) > 1}
     report = [
         {
             "id": doc_id,
-            "sources": [f"{job.sources[s]['id']}:{u.label}" for s, u in hits],
-            "kept": f"{job.sources[hits[-1][0]]['id']}:{hits[-1][1].label}",
+            "sources": [f"{job.sources[s]['id']}:{label}" for s, _, label in hits],
+            "kept": f"{job.sources[hits[-1][0]]['id']}:{hits[-1][2]}",
         }
         for doc_id, hits in list(collisions.items())[:MAX_REPORTED_DUPLICATES]
     ]
@@ -81,12 +110,23 @@ def _duplicates(job: IngestJob, units: list[list[Unit]]) -> tuple[set[tuple[int,
             f"than once: {shown}{more}. Nothing was written. Fix the sources, or set "
             "duplicates='last_wins' to keep the last occurrence."
         )
-    excluded = {(s, u.cursor) for hits in collisions.values() for s, u in hits[:-1]}
+    excluded = {(s, c) for hits in collisions.values() for s, c, _ in hits[:-1]}
     return excluded, report
 
 
+def _kept_units(job: IngestJob, excluded: set[tuple[int, int]]) -> Iterator[tuple[int, Unit, bool]]:
+    """Every document of the job, streamed: ``(source index, unit, kept by the policy)``."""
+    for s_idx, src in enumerate(job.sources):
+        for unit in iter_units(src):
+            yield s_idx, unit, (s_idx, unit.cursor) not in excluded
+
+
 def build_plan(job: IngestJob | Mapping[str, Any], max_batch: int | None = None) -> dict[str, Any]:
-    """Read every source once and cut the job into batch references.
+    """Read the sources (streaming, twice) and cut the job into batch references.
+
+    The first pass applies the duplicate policy, the second cuts batches. Neither keeps
+    document text or chunk ids: memory follows the number of batches (and one small
+    entry per document id), not the corpus size.
 
     Args:
         job: The job (spec dict or :class:`IngestJob`).
@@ -103,47 +143,49 @@ def build_plan(job: IngestJob | Mapping[str, Any], max_batch: int | None = None)
     """
     job = IngestJob.from_dict(job)
     size = min(job.batch_size, max_batch) if max_batch else job.batch_size
-    units = [list(iter_units(src)) for src in job.sources]
-    excluded, duplicates = _duplicates(job, units)
+    excluded, duplicates = _duplicates(job)
     batches: list[dict[str, Any]] = []
-    sources: list[dict[str, Any]] = []
-    all_digests: list[str] = []
-    seen_ids: set[str] = set()
-    for s_idx, source_units in enumerate(units):
-        current: dict[str, Any] | None = None
-        digests: list[str] = []
-        docs = chunk_total = 0
-        for unit in source_units:
-            if (s_idx, unit.cursor) in excluded:
-                if current is not None:
-                    current.setdefault("exclude", []).append(unit.cursor)
-                continue
-            docs += 1
-            for chunk in chunks_of(unit, job):
-                if chunk.id in seen_ids:  # defensive: ids derive from unique doc ids
-                    raise DuplicateIdError(f"chunk id {chunk.id!r} repeats in source {job.sources[s_idx]['id']!r}.")
-                seen_ids.add(chunk.id)
-                if current is None or current["count"] >= size:
-                    if current is not None:
-                        batches.append({**current, "digest": _combine(digests)})
-                    current = {"batch": len(batches), "source": s_idx, "cursor": unit.cursor, "skip": chunk.index, "count": 0}
-                    digests = []
-                current["count"] += 1
-                digest = chunk.digest()
-                digests.append(digest)
-                all_digests.append(digest)
-                chunk_total += 1
+    stats = [{"id": src["id"], "kind": src["kind"], "docs": 0, "chunks": 0} for src in job.sources]
+    total = _Combined()
+    current: dict[str, Any] | None = None
+    batch_hash = _Combined()
+    chunk_total = 0
+
+    def close() -> None:
         if current is not None:
-            batches.append({**current, "digest": _combine(digests)})
-        sources.append({"id": job.sources[s_idx]["id"], "kind": job.sources[s_idx]["kind"], "docs": docs, "chunks": chunk_total})
+            batches.append({**current, "digest": batch_hash.hexdigest()})
+
+    for s_idx, unit, kept in _kept_units(job, excluded):
+        if current is not None and current["source"] != s_idx:  # batches never span sources
+            close()
+            current = None
+        if not kept:
+            if current is not None:
+                current.setdefault("exclude", []).append(unit.cursor)
+            continue
+        stats[s_idx]["docs"] += 1
+        for chunk in chunks_of(unit, job):
+            if current is None or current["count"] >= size:
+                close()
+                current = {"batch": len(batches), "source": s_idx, "cursor": unit.cursor, "skip": chunk.index, "count": 0}
+                batch_hash = _Combined()
+            current["count"] += 1
+            digest = chunk.digest()
+            batch_hash.add(digest)
+            total.add(digest)
+            stats[s_idx]["chunks"] += 1
+            chunk_total += 1
+    close()
     for ref in batches:
         ref["of"] = len(batches)
+    for s, c in sorted(excluded):
+        total.add(f"{s}:{c}")
     return {
-        "digest": _combine(all_digests + [f"{s}:{c}" for s, c in sorted(excluded)]),
-        "chunks": len(all_digests),
-        "docs": sum(s["docs"] for s in sources),
+        "digest": total.hexdigest(),
+        "chunks": chunk_total,
+        "docs": sum(int(s["docs"]) for s in stats),
         "batch_size": size,
-        "sources": sources,
+        "sources": stats,
         "batches": batches,
         "duplicates": duplicates,
         "duplicate_count": len(excluded),
@@ -189,34 +231,59 @@ def read_batch(job: IngestJob | Mapping[str, Any], ref: dict[str, Any]) -> list[
 
 
 def iter_chunks(job: IngestJob) -> Iterator[tuple[int, Chunk]]:
-    """Every chunk of the job after the duplicate policy, as ``(source index, chunk)``."""
-    units = [list(iter_units(src)) for src in job.sources]
-    excluded, _ = _duplicates(job, units)
-    for s_idx, source_units in enumerate(units):
-        for unit in source_units:
-            if (s_idx, unit.cursor) not in excluded:
-                for chunk in chunks_of(unit, job):
-                    yield s_idx, chunk
+    """Every chunk of the job after the duplicate policy, as ``(source index, chunk)`` (streamed)."""
+    excluded, _ = _duplicates(job)
+    for s_idx, unit, kept in _kept_units(job, excluded):
+        if kept:
+            for chunk in chunks_of(unit, job):
+                yield s_idx, chunk
 
 
-def live_chunks(job: IngestJob) -> tuple[dict[str, set[str]], set[str], str]:
-    """What a finished job leaves in the collection, for cleanup.
+def key64(text: str) -> int:
+    """A 64-bit key of an id (the first 8 bytes of its SHA-256), for compact membership sets."""
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little")
+
+
+def live_chunks(job: IngestJob) -> tuple[LiveSet, LiveSet, str]:
+    """What a finished job leaves in the collection, for cleanup (streamed, compact).
 
     Returns:
-        ``(live chunk ids per source id, document keys seen, plan digest)``; the digest is
-        computed like :func:`build_plan`'s so a caller can check the corpus did not change.
+        ``(keys of the live chunk ids, keys of the document keys seen, plan digest)``;
+        keys are :func:`key64` values in sorted arrays (8 bytes per chunk), and the
+        digest is computed like :func:`build_plan`'s so a caller can check the corpus
+        did not change. A 64-bit collision can only make cleanup KEEP a stale chunk,
+        never delete a live one.
     """
-    live: dict[str, set[str]] = {src["id"]: set() for src in job.sources}
-    docs: set[str] = set()
-    digests: list[str] = []
-    units = [list(iter_units(src)) for src in job.sources]
-    excluded, _ = _duplicates(job, units)
-    for s_idx, source_units in enumerate(units):
-        for unit in source_units:
-            docs.add(doc_key_of(unit.doc_id))  # excluded duplicates were seen too
-            if (s_idx, unit.cursor) in excluded:
-                continue
+    import numpy as np
+
+    live, docs = array("Q"), array("Q")
+    total = _Combined()
+    excluded, _ = _duplicates(job)
+    for _s_idx, unit, kept in _kept_units(job, excluded):
+        docs.append(key64(doc_key_of(unit.doc_id)))  # excluded duplicates were seen too
+        if kept:
             for chunk in chunks_of(unit, job):
-                live[job.sources[s_idx]["id"]].add(chunk.id)
-                digests.append(chunk.digest())
-    return live, docs, _combine(digests + [f"{s}:{c}" for s, c in sorted(excluded)])
+                live.append(key64(chunk.id))
+                total.add(chunk.digest())
+    for s, c in sorted(excluded):
+        total.add(f"{s}:{c}")
+    return LiveSet(np.unique(np.frombuffer(live, dtype=np.uint64))), LiveSet(np.unique(np.frombuffer(docs, dtype=np.uint64))), total.hexdigest()
+
+
+class LiveSet:
+    """A sorted array of :func:`key64` keys with ``in`` for strings."""
+
+    def __init__(self, keys: Any) -> None:
+        self.keys = keys
+
+    def __contains__(self, text: object) -> bool:
+        import numpy as np
+
+        if not isinstance(text, str):
+            return False
+        key = np.uint64(key64(text))
+        at = int(np.searchsorted(self.keys, key))
+        return at < len(self.keys) and bool(self.keys[at] == key)
+
+    def __len__(self) -> int:
+        return len(self.keys)
