@@ -28,7 +28,7 @@ def test_quickstart_question_ranks_chroma_first(tenant: str) -> None:
     found = query_wf.run({"tenant": tenant, "collection": "handbook", "question": "what is chroma?", "k": 3})
     assert found.has_succeeded, found.output
     hits = found.output
-    assert [h["id"] for h in hits][0] == "chroma"
+    assert hits[0]["id"] == "chroma"
     assert hits[0]["metadata"] == {"topic": "db", "stars": 5}  # no fc_* keys leak out
     assert set(hits[0]) == {"id", "document", "metadata", "distance"}
     assert all(type(h["distance"]) is float for h in hits)

@@ -140,7 +140,7 @@ def test_database_tenancy_mode(raw_client, url: str) -> None:  # type: ignore[no
     run = ingest_wf.run({"tenant": tenant, "collection": "handbook", "docs": VICTIM_DOC, "options": opts})
     assert run.has_succeeded, run.output
     assert run.output["physical_name"] == "handbook"
-    host, port = url.rsplit(":", 1)
+    _, port = url.rsplit(":", 1)
     own_db = chromadb.HttpClient(host="127.0.0.1", port=int(port), database=tenant)
     assert own_db.get_collection("handbook").count() == 1
     assert "handbook" not in [c.name for c in raw_client.list_collections()]  # not in the default db

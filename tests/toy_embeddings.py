@@ -42,7 +42,7 @@ class _Base(EmbeddingFunction[Documents]):
         return {"dim": self.dim}
 
     @classmethod
-    def build_from_config(cls, config: dict[str, Any]) -> "_Base":
+    def build_from_config(cls, config: dict[str, Any]) -> _Base:
         return cls(dim=int(config.get("dim", 8)))
 
     @staticmethod
@@ -136,5 +136,5 @@ class LatencyToyEmbedding(_Base):
         return {"dim": self.dim, "delay": self.delay}
 
     @classmethod
-    def build_from_config(cls, config: dict[str, Any]) -> "LatencyToyEmbedding":
+    def build_from_config(cls, config: dict[str, Any]) -> LatencyToyEmbedding:
         return cls(dim=int(config.get("dim", 8)), delay=float(config.get("delay", 0.05)))

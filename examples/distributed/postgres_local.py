@@ -27,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
 __all__ = ["LocalPostgres", "postgres_bin_dir", "PostgresUnavailable"]
 
@@ -155,7 +156,7 @@ class LocalPostgres:
                 pass
         shutil.rmtree(self.root, ignore_errors=True)
 
-    def __enter__(self) -> LocalPostgres:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
