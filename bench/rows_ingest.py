@@ -162,6 +162,17 @@ def _profile_row2(b: Bench, size: int) -> None:
         f"themselves differ by {fmt(100 * (phases[0][1] / raw_upsert - 1))}% (flux-chroma adds "
         "a content hash to each record's metadata)."
     )
+    recording = sum(sec for lbl, sec in phases if lbl.startswith("Flux "))
+    floor = (
+        f"  Flux's recording of the documents passed to the task (task ids hashed from the "
+        f"arguments, and the event-log writes that store them) costs {fmt(recording)} {unit}: "
+        f"{fmt(100 * recording / max(extra, 1e-9))}% of what the workflow adds, and the floor of "
+        "passing documents by value through a Flux task. Without it the workflow would take "
+        f"{fmt((total * per - recording) / raw_total)}x the raw loop here. The by-reference "
+        "alternative is the ingestion job (docs/ingestion.md): its `ingest_batch` task receives "
+        "the job spec and a batch's coordinates, never the documents, so Flux records a few "
+        "hundred bytes per batch (row 6: Flux state bytes per chunk)."
+    )
     b.report.note(
         2,
         (
@@ -177,6 +188,8 @@ def _profile_row2(b: Bench, size: int) -> None:
         "```",
         "",
         summary,
+        "",
+        floor,
         "",
         "  Top entries by own time in the workflow run:",
         "",
