@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
-import diskcache
 import numpy as np
 import numpy.typing as npt
 
@@ -195,14 +194,14 @@ class EmbeddingCache:
         self.size_limit = int(size_limit)
         self.stats = CacheStats()
         self._lock = threading.Lock()
-        self._cache: diskcache.Cache | None = None
+        self._cache: BoundedCache | None = None
         self._pid = -1
         self._retry_at = 0.0  # after a failed open, try again at this time.monotonic()
 
     def __repr__(self) -> str:
         return f"EmbeddingCache(directory={str(self.directory)!r}, size_limit={self.size_limit})"
 
-    def _open(self) -> diskcache.Cache | None:
+    def _open(self) -> BoundedCache | None:
         with self._lock:
             if time.monotonic() < self._retry_at:
                 return None
@@ -269,8 +268,9 @@ class EmbeddingCache:
             return result
         keys = [_key(digest, t) for t in texts]
         try:
-            with cache.transact():  # one transaction for all LRU access-time updates
-                raw = [cache.get(k, default=None) for k in keys]
+            # Plain reads (never wait for a writer), then a best-effort LRU touch.
+            raw, rowids = cache.read_many(keys)
+            cache.touch(rowids)
         except Exception as exc:  # noqa: BLE001 - a broken cache must not fail embedding
             self.stats.errors += 1
             self.stats.misses += len(texts)

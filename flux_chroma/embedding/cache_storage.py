@@ -6,11 +6,14 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import diskcache
 
 __all__ = ["BUSY_TIMEOUT", "BoundedCache", "SafeDisk"]
+
+_SELECT_CHUNK = 500  # keys per SELECT (SQLite's limit on bound variables is far above)
 
 BUSY_TIMEOUT = 0.25
 """Seconds the cache waits for SQLite's lock before treating a lookup as misses / skipping a store.
@@ -74,7 +77,68 @@ class SafeDisk(diskcache.Disk):  # type: ignore[misc]
 
 class BoundedCache(diskcache.Cache):  # type: ignore[misc]
     """diskcache's ``Cache`` whose opening statements give up on a busy database after
-    :data:`BUSY_TIMEOUT` instead of retrying them for 60 s."""
+    :data:`BUSY_TIMEOUT` instead of retrying them for 60 s, with lock-free batch reads.
+
+    diskcache's ``get`` under the least-recently-used policy runs each read in a write
+    transaction (to update the row's access time). Concurrent readers then queue for SQLite's
+    write lock, and one that waits past :data:`BUSY_TIMEOUT` loses its whole batch to misses.
+    :meth:`read_many` reads with plain SELECTs (the database is in WAL mode, where readers never
+    wait for a writer) and :meth:`touch` updates access times afterwards only if the write lock
+    is free at that moment: under contention the LRU order is approximate, never the hits.
+    """
+
+    def read_many(self, keys: Sequence[str]) -> tuple[list[Any], list[int]]:
+        """Read the stored values of string keys without taking the write lock.
+
+        Args:
+            keys: The keys (stored raw, as diskcache stores ``str`` keys).
+
+        Returns:
+            The value per key, in order (``None`` if absent or expired; what :class:`SafeDisk`
+            returns otherwise), and the row ids of the rows found.
+        """
+        found: dict[str, tuple[int, Any]] = {}
+        now = time.time()
+        for begin in range(0, len(keys), _SELECT_CHUNK):
+            part = list(keys[begin : begin + _SELECT_CHUNK])
+            marks = ",".join("?" * len(part))
+            rows = self._sql(
+                "SELECT rowid, key, mode, filename, value FROM Cache WHERE raw = 1"
+                f" AND key IN ({marks}) AND (expire_time IS NULL OR expire_time > ?)",
+                (*part, now),
+            ).fetchall()
+            for rowid, key, mode, filename, value in rows:
+                found[key] = (rowid, self._disk.fetch(mode, filename, value, False))
+        values = [found[k][1] if k in found else None for k in keys]
+        return values, [rowid for rowid, _ in found.values()]
+
+    def touch(self, rowids: Sequence[int]) -> bool:
+        """Set the access time of rows to now, only if the write lock is free right now.
+
+        Args:
+            rowids: Row ids from :meth:`read_many`.
+
+        Returns:
+            Whether the access times were updated (``False`` when another connection writes,
+            or the database cannot be written).
+        """
+        if not rowids:
+            return True
+        con = self._con
+        con.execute("PRAGMA busy_timeout = 0")
+        try:
+            now = time.time()
+            for begin in range(0, len(rowids), _SELECT_CHUNK):
+                part = list(rowids[begin : begin + _SELECT_CHUNK])
+                marks = ",".join("?" * len(part))
+                con.execute(
+                    f"UPDATE Cache SET access_time = ? WHERE rowid IN ({marks})", (now, *part)
+                )
+        except sqlite3.Error:  # busy, read-only folder, ...: the hits stand, the LRU order waits
+            return False
+        finally:
+            con.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
+        return True
 
     @property
     def _sql_retry(self) -> Any:
