@@ -50,6 +50,7 @@ HANG_GUARD = 180.0  # seconds; only stops a broken test from hanging, never a pa
 MARK = "@@FC "  # prefix of protocol lines on a worker's stdout (Flux logs go there too)
 GATE_DIR_ENV, GATE_TEXT_ENV = "FC_TEST_GATE_DIR", "FC_TEST_GATE_TEXT"
 FAIL_TEXT_ENV = "FC_TEST_FAIL_TEXT"  # HashEmbedding raises on a text starting with this
+CALL_LOG_ENV = "FC_TEST_CALL_LOG"  # HashEmbedding appends {"thread", "texts"} per call to this file
 
 
 # --------------------------------------------------------------------- embedding function
@@ -60,7 +61,8 @@ class HashEmbedding(EmbeddingFunction[Documents]):
     """Deterministic unit vectors from SHA-256 of the text (equal texts, equal vectors).
 
     Failure switch: a text starting with ``$FC_TEST_FAIL_TEXT`` makes the call raise (a broken
-    embedding backend). Gate: when ``$FC_TEST_GATE_DIR`` is set and a text starts with ``$FC_TEST_GATE_TEXT``, the
+    embedding backend). ``$FC_TEST_CALL_LOG`` names a file that gets one JSON line per call
+    (the calling thread's name and the number of texts). Gate: when ``$FC_TEST_GATE_DIR`` is set and a text starts with ``$FC_TEST_GATE_TEXT``, the
     first such call creates ``reached`` in that folder and blocks until ``release`` exists.
 
     Args:
@@ -72,6 +74,10 @@ class HashEmbedding(EmbeddingFunction[Documents]):
 
     def __call__(self, input: Documents) -> Embeddings:
         _gate(input)
+        log = os.environ.get(CALL_LOG_ENV)
+        if log:
+            with open(log, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps({"thread": threading.current_thread().name, "texts": len(input)}) + "\n")
         broken = os.environ.get(FAIL_TEXT_ENV)
         if broken and any(t.startswith(broken) for t in input):
             raise RuntimeError("embedding backend down (test switch FC_TEST_FAIL_TEXT)")

@@ -61,7 +61,7 @@ class CountingEmbedding(EmbeddingFunction[Documents]):
                 log = os.environ.get("FC_EMBED_LOG")
                 if log:
                     with open(log, "a", encoding="utf-8") as handle:
-                        handle.write(json.dumps({"pid": os.getpid(), "texts": texts}) + "\n")
+                        handle.write(json.dumps({"pid": os.getpid(), "thread": threading.current_thread().name, "texts": texts}) + "\n")
                 block_at = int(os.environ.get("FC_BLOCK_EMBED_CALL") or 0)
                 if block_at and _calls == block_at:
                     _block_forever()

@@ -20,7 +20,7 @@ from flux_chroma.embedding.fast_default import (
 from flux_chroma.embedding.identity import compute_fingerprint
 from flux_chroma.errors import EmbeddingFunctionError, FluxChromaError, InvalidDocumentError
 
-__all__ = ["CachingEmbedder", "EmbedResult"]
+__all__ = ["CachingEmbedder", "EmbedResult", "Precomputed"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,26 @@ class EmbedResult:
     truncated: int = 0
     truncated_indices: tuple[int, ...] = ()
     truncation_checked: bool = False
+
+
+@dataclass(frozen=True)
+class Precomputed:
+    """Vectors computed ahead of time by :meth:`CachingEmbedder.precompute` (nothing stored).
+
+    Handed to :meth:`CachingEmbedder.embed` as ``ready=``: a text found here stands in for a
+    model run of that text (it still counts as embedded, and is stored in the cache then).
+
+    Attributes:
+        digest: Fingerprint digest of the function that computed them (others are ignored).
+        vectors: Validated float32 vector per text.
+        counts: Tokens per text before truncation (None when unknown).
+        seconds: Time the embedding function took for them.
+    """
+
+    digest: str
+    vectors: dict[str, npt.NDArray[np.float32]]
+    counts: dict[str, int | None]
+    seconds: float
 
 
 def _ef_label(ef: Any) -> str:
@@ -106,11 +126,70 @@ class CachingEmbedder:
                 self._dimension = fingerprint.dimension
         return self._digest, self._dimension
 
-    def embed(self, texts: Sequence[str]) -> EmbedResult:
+    def _check_texts(self, texts: Sequence[str]) -> list[str]:
+        items = list(texts)
+        for i, text in enumerate(items):
+            if not isinstance(text, str):
+                raise InvalidDocumentError(
+                    f"Document #{i} is a {type(text).__name__}, not a string; only text can be "
+                    "embedded."
+                )
+        ensure_model_available(self.ef)
+        return items
+
+    def _lookup(
+        self, digest: str, dim: int, unique: list[str]
+    ) -> tuple[list[npt.NDArray[np.float32] | None], list[int | None]]:
+        found: list[npt.NDArray[np.float32] | None] = [None] * len(unique)
+        counts: list[int | None] = [None] * len(unique)  # tokens before truncation
+        if self.cache is not None and unique:
+            for u, entry in enumerate(self.cache.lookup(digest, unique, dim)):
+                if entry is not None:
+                    found[u], counts[u] = entry
+        return found, counts
+
+    def precompute(self, texts: Sequence[str]) -> Precomputed:
+        """Embed the texts the cache lacks, storing nothing (the first stage of a pipeline).
+
+        The same texts as :meth:`embed` would send to the model, in the same order, so the
+        vectors are the ones it would compute. Pass the result to :meth:`embed` as ``ready=``
+        when the write that needs them runs.
+
+        Args:
+            texts: The texts.
+
+        Returns:
+            The vectors of the cache misses, their token counts and the model time.
+
+        Raises:
+            InvalidDocumentError, ModelNotAvailableError, EmbeddingFunctionError: As :meth:`embed`.
+        """
+        items = self._check_texts(texts)
+        digest, dim = self._namespace()
+        unique = list(dict.fromkeys(items))
+        found, _ = self._lookup(digest, dim, unique)
+        todo = [unique[u] for u, vector in enumerate(found) if vector is None]
+        if not todo:
+            return Precomputed(digest, {}, {}, 0.0)
+        fresh: list[int | None] = [None] * len(todo)
+        if self._counter is not None:
+            fresh = list(self._counter.token_counts(todo))
+        start = time.perf_counter()
+        computed = self._compute(todo)
+        seconds = time.perf_counter() - start
+        rows = self._validate(computed, todo, dim, items)
+        return Precomputed(
+            digest, dict(zip(todo, rows, strict=True)), dict(zip(todo, fresh, strict=True)), seconds
+        )
+
+    def embed(self, texts: Sequence[str], ready: Precomputed | None = None) -> EmbedResult:
         """Embed texts, serving repeats from the cache and embedding each distinct text once.
 
         Args:
             texts: The texts (strings; may be empty).
+            ready: Vectors computed ahead by :meth:`precompute` for some of these texts:
+                a cache miss found there is not sent to the model again (it is counted as
+                embedded and stored in the cache, exactly as if computed now).
 
         Returns:
             The vectors and counters.
@@ -121,14 +200,7 @@ class CachingEmbedder:
             ModelNotAvailableError: A local model's files are missing (checked before any call).
             EmbeddingFunctionError: The embedding function raised (named in the message).
         """
-        items = list(texts)
-        for i, text in enumerate(items):
-            if not isinstance(text, str):
-                raise InvalidDocumentError(
-                    f"Document #{i} is a {type(text).__name__}, not a string; only text can be "
-                    "embedded."
-                )
-        ensure_model_available(self.ef)
+        items = self._check_texts(texts)
         digest, dim = self._namespace()
         first: dict[str, int] = {}
         unique: list[str] = []
@@ -136,13 +208,15 @@ class CachingEmbedder:
             if text not in first:
                 first[text] = len(unique)
                 unique.append(text)
-        found: list[npt.NDArray[np.float32] | None] = [None] * len(unique)
-        counts: list[int | None] = [None] * len(unique)  # tokens before truncation
-        if self.cache is not None and unique:
-            for u, entry in enumerate(self.cache.lookup(digest, unique, dim)):
-                if entry is not None:
-                    found[u], counts[u] = entry
+        found, counts = self._lookup(digest, dim, unique)
         todo = [u for u, vector in enumerate(found) if vector is None]
+        given: dict[int, npt.NDArray[np.float32]] = {}
+        if ready is not None and ready.digest == digest:
+            for u in todo:
+                row = ready.vectors.get(unique[u])
+                if row is not None:
+                    given[u] = row
+                    counts[u] = ready.counts.get(unique[u])
         # Token counts come from the cache for hits; the tokenizer runs only for the rest.
         if self._counter is not None:
             uncounted = [u for u, n in enumerate(counts) if n is None]
@@ -151,17 +225,25 @@ class CachingEmbedder:
                 for u, n in zip(uncounted, fresh, strict=True):
                     counts[u] = n
                 self._store_counts(digest, uncounted, unique, found, counts)
-        seconds = 0.0
+        seconds = ready.seconds if given and ready is not None else 0.0
         if todo:
-            todo_texts = [unique[u] for u in todo]
-            start = time.perf_counter()
-            computed = self._compute(todo_texts)
-            seconds = time.perf_counter() - start
-            rows = self._validate(computed, todo_texts, dim, items)
+            missing = [u for u in todo if u not in given]
+            if missing:
+                missing_texts = [unique[u] for u in missing]
+                start = time.perf_counter()
+                computed = self._compute(missing_texts)
+                seconds += time.perf_counter() - start
+                for u, row in zip(
+                    missing, self._validate(computed, missing_texts, dim, items), strict=True
+                ):
+                    given[u] = row
+            rows = [given[u] for u in todo]
             for u, row in zip(todo, rows, strict=True):
                 found[u] = row
             if self.cache is not None:
-                self.cache.set_many(digest, todo_texts, rows, [counts[u] for u in todo])
+                self.cache.set_many(
+                    digest, [unique[u] for u in todo], rows, [counts[u] for u in todo]
+                )
         matrix = np.empty((len(unique), dim), dtype=np.float32)
         for u, vector in enumerate(found):
             matrix[u] = vector

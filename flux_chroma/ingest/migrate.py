@@ -159,7 +159,7 @@ def _copy(records: dict[str, Any], target: Target, options: ChromaOptions) -> di
         groups.setdefault(own, []).append(Document(rid, doc, public_metadata(meta)))
     totals: dict[str, Any] = {"added": 0, "updated": 0, "skipped": 0, "embedded": 0, "embed_seconds": 0.0}
     for own, docs in groups.items():
-        opts = WriteOptions(ef=options.embedding_function, cache=options.embedding_cache(), space=options.space, extra_metadata=dict(own))
+        opts = WriteOptions(ef=options.embedding_function, cache=options.embedding_cache(), space=options.space, extra_metadata=dict(own), overlap=options.overlap)
         written: Mapping[str, Any] = write_documents(target, docs, opts)
         for key in totals:
             totals[key] += written[key]

@@ -167,6 +167,10 @@ class IngestJob:
             unit is a child execution of ``flux-chroma/ingest_unit`` placed by the Flux
             server on any worker. Not part of the job key: a job re-submitted with
             another ``parallel`` resumes the same runs.
+        overlap: Embed batch N+1 while batch N is written (default ``True``); ``False``
+            runs each batch's embedding and upsert strictly after the previous batch.
+            Receipts, contents and checkpoints are the same either way. Not part of the
+            job key, like ``parallel``.
 
     Raises:
         ConfigurationError: Invalid values (the message names the field).
@@ -185,6 +189,7 @@ class IngestJob:
     options: dict[str, Any] = field(default_factory=dict)
     key: str | None = None
     parallel: int = 1
+    overlap: bool = True
 
     def __post_init__(self) -> None:
         validate_tenant(self.tenant)
@@ -210,6 +215,11 @@ class IngestJob:
         if self.key is not None and (not isinstance(self.key, str) or not self.key):
             raise ConfigurationError(f"key must be a non-empty string, got {self.key!r}.")
         check_parallel(self.parallel)
+        if not isinstance(self.overlap, bool):
+            raise ConfigurationError(
+                f"overlap (embed the next batch while one is written) must be true or false, got "
+                f"{self.overlap!r}; the overlap of chunks in characters is chunking.overlap."
+            )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | IngestJob) -> IngestJob:
@@ -222,7 +232,7 @@ class IngestJob:
             return data
         if not isinstance(data, Mapping):
             raise ConfigurationError(f"an ingestion job must be a dict, got {type(data).__name__}.")
-        known = {"tenant", "collection", "sources", "chunking", "batch_size", "duplicates", "cleanup", "embedding_function", "options", "key", "parallel"}
+        known = {"tenant", "collection", "sources", "chunking", "batch_size", "duplicates", "cleanup", "embedding_function", "options", "key", "parallel", "overlap"}
         unknown = set(data) - known
         if unknown:
             raise ConfigurationError(f"job has unknown field(s) {sorted(unknown)}; allowed: {sorted(known)}.")
@@ -255,15 +265,19 @@ class IngestJob:
             out["key"] = self.key
         if self.parallel != 1:
             out["parallel"] = self.parallel
+        if not self.overlap:
+            out["overlap"] = False
         return out
 
     def work_dict(self) -> dict[str, Any]:
-        """:meth:`to_dict` without ``parallel``: what the tasks receive and hash.
+        """:meth:`to_dict` without ``parallel`` and ``overlap``: what the tasks receive and hash.
 
-        Task ids (replay checkpoints) must not depend on how many units run at once.
+        Task ids (replay checkpoints) must not depend on how many units run at once, nor on
+        whether batches overlap.
         """
         out = self.to_dict()
         out.pop("parallel", None)
+        out.pop("overlap", None)
         return out
 
     @property
@@ -282,4 +296,6 @@ class IngestJob:
         ef = embedding_from_spec(self.embedding_function)
         if ef is not None:
             opts["embedding_function"] = ef
+        if not self.overlap:
+            opts["overlap"] = False
         return opts

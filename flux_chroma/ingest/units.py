@@ -26,7 +26,8 @@ UNITS_PER_SLOT = 4
 MAX_UNIT_BATCHES = 16
 """Largest unit, in batches (bounds the work a lost unit repeats)."""
 
-WriteBatch = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+WriteBatch = Callable[[dict[str, Any], dict[str, Any] | None], Awaitable[dict[str, Any]]]
+"""Writes one batch reference; the second argument names the batch that follows it in its unit."""
 
 
 def unit_size(batches: int, parallel: int) -> int:
@@ -85,9 +86,10 @@ class UnitFailure(Exception):
 
 
 async def _run_unit(unit: dict[str, Any], write: WriteBatch, receipts: list[dict[str, Any]]) -> None:
-    for ref in unit["batches"]:
+    refs = unit["batches"]
+    for i, ref in enumerate(refs):
         try:
-            receipts.append(await write(ref))
+            receipts.append(await write(ref, refs[i + 1] if i + 1 < len(refs) else None))
         except Exception as exc:  # noqa: BLE001 - reported with the job's progress by the caller
             raise UnitFailure(ref, exc) from None
 
@@ -100,7 +102,8 @@ async def run_units_inline(units: list[dict[str, Any]], write: WriteBatch, paral
 
     Args:
         units: From :func:`shard`.
-        write: Writes one batch reference (an ``ingest_batch`` task call) and returns its receipt.
+        write: Writes one batch reference (an ``ingest_batch`` task call) and returns its
+            receipt; called with the reference and the one after it in the unit (or None).
         parallel: Units in flight at once.
 
     Returns:

@@ -78,6 +78,7 @@ async def embed_and_add(collection: str, docs: list[dict[str, Any]]) -> Receipt:
         cache=options.embedding_cache(),
         space=options.space,
         adopt=options.adopt,
+        overlap=options.overlap,
     )
     return await asyncio.to_thread(
         write_documents,

@@ -42,6 +42,10 @@ class ChromaOptions:
         cache_size_limit: Embedding cache size limit in bytes (LRU eviction).
         space: Distance space of new collections: ``l2`` (default), ``cosine`` or ``ip``.
         adopt: Pin and use a collection that was created outside flux-chroma.
+        overlap: Embed the next batch while the current one is upserted (``embed_and_add``
+            calls larger than the server's batch size, and ingestion batches). ``False``
+            embeds and upserts strictly one after the other. Receipts and contents are the
+            same either way.
     """
 
     tenant: str | None = None
@@ -58,6 +62,7 @@ class ChromaOptions:
     cache_size_limit: int | None = None
     space: str | None = None
     adopt: bool = False
+    overlap: bool = True
 
     def __post_init__(self) -> None:
         if self.tenant is not None:
@@ -66,6 +71,8 @@ class ChromaOptions:
             raise ConfigurationError(f"tenancy={self.tenancy!r}: use 'prefix' or 'database'.")
         if not isinstance(self.cache, bool):
             raise ConfigurationError(f"cache= must be True or False, got {self.cache!r}.")
+        if not isinstance(self.overlap, bool):
+            raise ConfigurationError(f"overlap= must be True or False, got {self.overlap!r}.")
         ef = self.embedding_function
         if ef is not None and (isinstance(ef, str) or not callable(ef)):
             raise ConfigurationError(
