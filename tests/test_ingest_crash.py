@@ -5,8 +5,8 @@ batch 2, writes batches 3 and 4, and is killed after batch 4 was written and ver
 before Flux checkpointed it; process 3 resumes and finishes. Every embedded text is logged
 by the child's embedding function, so the test proves which process embedded what.
 
-Run twice: sequential (``overlap: false``), where "killed while embedding batch 2" means
-after batch 1 committed; and overlapped (the default), where batch 2 is embedded ahead while
+Run twice: sequential (``overlap: false``, the default), where "killed while embedding batch 2" means
+after batch 1 committed; and overlapped (``overlap: true``), where batch 2 is embedded ahead while
 batch 1 is being written, so the kill may land before or after batch 1's checkpoint: the
 test reads which it was from Flux's log and checks everything else against that.
 """

@@ -1,7 +1,7 @@
 """Overlapped writes (embed batch N+1 while batch N is upserted) equal sequential ones exactly.
 
 Real ``chroma run`` server, real Flux executions. Each test runs the same work twice, with
-``overlap`` on (the default) and off, into two collections, and compares the receipts (all
+``overlap`` on and off (the default), into two collections, and compares the receipts (all
 counts; timings and names aside) and the stored records: ids, documents, metadata and the
 exact float32 embeddings. The embedding call log names the thread of every model call,
 which shows the overlapped run really embedded ahead (in flux-chroma's background thread)
@@ -242,13 +242,13 @@ def test_overlap_is_not_part_of_the_job_key_and_is_validated(tmp_path: Path) -> 
         "collection": "notes",
         "sources": [{"kind": "jsonl", "path": str(tmp_path / "x.jsonl")}],
     }
-    on, off = IngestJob.from_dict(base), IngestJob.from_dict({**base, "overlap": False})
-    assert on.overlap and not off.overlap
+    on, off = IngestJob.from_dict({**base, "overlap": True}), IngestJob.from_dict(base)
+    assert on.overlap and not off.overlap  # off by default
     assert (
         on.job_key == off.job_key and on.work_dict() == off.work_dict()
     )  # same runs, same task ids
-    assert off.to_dict()["overlap"] is False and "overlap" not in on.to_dict()
-    assert off.task_options()["overlap"] is False and "overlap" not in on.task_options()
+    assert on.to_dict()["overlap"] is True and "overlap" not in off.to_dict()
+    assert on.task_options()["overlap"] is True and "overlap" not in off.task_options()
     with pytest.raises(ConfigurationError, match=r"chunking\.overlap"):
         IngestJob.from_dict({**base, "overlap": 100})
     from flux_chroma import embed_and_add

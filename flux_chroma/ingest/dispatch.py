@@ -192,7 +192,7 @@ async def _run_unit(payload: dict[str, Any], unit_timeout: float) -> list[dict[s
 
 
 async def dispatch_units(
-    job: dict[str, Any], collection: str, units: list[dict[str, Any]], parallel: int, unit_timeout: float, *, overlap: bool = True
+    job: dict[str, Any], collection: str, units: list[dict[str, Any]], parallel: int, unit_timeout: float, *, overlap: bool = False
 ) -> tuple[list[dict[str, Any]], tuple[dict[str, Any], BaseException] | None]:
     """Run units as child executions, at most ``parallel`` at once.
 
@@ -202,13 +202,13 @@ async def dispatch_units(
         units: From :func:`~flux_chroma.ingest.units.shard`.
         parallel: Child executions in flight at once.
         unit_timeout: Seconds without progress before a unit is dispatched again.
-        overlap: The job's ``overlap`` (sent to the units only when ``False``).
+        overlap: The job's ``overlap`` (sent to the units only when ``True``).
 
     Returns:
         ``(receipts in batch order, (first batch of the earliest failed unit, its error) or None)``.
     """
     await check_dispatch()
-    extra = {} if overlap else {"overlap": False}  # default payloads (and their task ids) unchanged
+    extra = {"overlap": True} if overlap else {}  # default payloads (and their task ids) unchanged
     payloads = [{"job": job, "collection": collection, "unit": unit, **extra} for unit in units]
     results = await bounded_gather([_run_unit(p, unit_timeout) for p in payloads], parallel)
     receipts: list[dict[str, Any]] = []

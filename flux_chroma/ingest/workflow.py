@@ -230,13 +230,13 @@ async def ingest_unit(ctx: ExecutionContext[dict[str, Any]]) -> dict[str, Any]:
     """Write one unit of a ``parallel`` job (started by the job; see ``flux_chroma.ingest.dispatch``).
 
     Input: ``{"job": spec, "collection": str, "unit": {"unit", "of", "batches"}, "attempt": n}``
-    (plus ``"overlap": False`` when the job turned batch overlap off).
+    (plus ``"overlap": True`` when the job turned batch overlap on).
     Each batch is an ``ingest_batch`` task (a checkpoint of this execution). The routing
     policy places units on the least-loaded worker (Flux's event dispatch mode; in poll
     mode any free worker claims them).
     """
     data = ctx.input or {}
-    spec = IngestJob.from_dict({**data["job"], "overlap": bool(data.get("overlap", True))})
+    spec = IngestJob.from_dict({**data["job"], "overlap": bool(data.get("overlap", False))})
     spec_dict = spec.work_dict()
     unit = data["unit"]
     write = ingest_batch.with_options(**spec.task_options())

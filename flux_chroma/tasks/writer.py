@@ -66,7 +66,7 @@ class WriteOptions:
     adopt: bool = False
     skip_unchanged: bool = True
     extra_metadata: dict[str, Any] = field(default_factory=dict)
-    overlap: bool = True
+    overlap: bool = False
 
 
 @dataclass
