@@ -27,6 +27,7 @@ _SAMPLE_FLAGS = (
     "flops_sample",
     "naive_sample",
     "naive_batch",
+    "overlap_sample",
     "queries",
     "reps",
     "scale_docs",
@@ -53,7 +54,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     p.add_argument("--quick", action="store_true", help="small sizes and samples, for iterating")
     p.add_argument(
-        "--rows", type=_ints, default=(1, 2, 3, 4, 5, 6, 7, 8), help="rows to run (default all)"
+        "--rows", type=_ints, default=(1, 2, 3, 4, 5, 6, 7, 8, 9), help="rows to run (default all)"
     )
     p.add_argument("--out", type=Path, default=_DEFAULT_OUT, help="markdown report path")
     p.add_argument(
@@ -138,6 +139,7 @@ def _run_rows(b: object) -> None:
     from bench.context import Bench
     from bench.rows_embed import run_row1
     from bench.rows_ingest import run_row2, run_row3, run_row4
+    from bench.rows_overlap import run_row9
     from bench.rows_procs import run_row6, run_row7
     from bench.rows_query import run_row5
     from bench.rows_serving import run_row8
@@ -153,6 +155,7 @@ def _run_rows(b: object) -> None:
         (6, lambda: run_row6(b)),
         (7, lambda: run_row7(b)),
         (8, lambda: run_row8(b)),
+        (9, lambda: run_row9(b)),
     ]
     for row, step in steps:
         if row in b.plan.rows:

@@ -35,6 +35,9 @@ class Plan:
         scale_docs: Row 7: documents per configuration.
         procs: Row 7: process counts.
         serve_calls: Row 8: timed calls per served workflow.
+        overlap_sample: Row 9: ~1,000-character chunks ingested each way (and twice as many
+            short corpus chunks).
+        overlap_reps: Row 9: paired runs per sample.
         quick: Quick mode.
     """
 
@@ -49,6 +52,8 @@ class Plan:
     scale_docs: int = 3000
     procs: tuple[int, ...] = (1, 2, 4)
     serve_calls: int = 30
+    overlap_sample: int = 700
+    overlap_reps: int = 3
     quick: bool = False
 
     @classmethod
@@ -65,6 +70,8 @@ class Plan:
             reps=2,
             scale_docs=min(600, max(sizes)),
             serve_calls=10,
+            overlap_sample=150,
+            overlap_reps=1,
             quick=True,
         )
 

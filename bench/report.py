@@ -19,6 +19,7 @@ ROW_TITLES = {
     6: "Ingestion job: Flux state and peak RSS",
     7: "Multi-process ingest against one server",
     8: "Query serving through a Flux server and worker, both runners",
+    9: "First ingest: overlapped batches vs sequential",
 }
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-ROWS = {1, 2, 3, 4, 5, 6, 7, 8}
+ROWS = {1, 2, 3, 4, 5, 6, 7, 8, 9}
 
 
 @pytest.mark.slow
@@ -25,7 +25,7 @@ def test_tiny_benchmark_run_fills_every_row(tmp_path: Path) -> None:
     command = [
         sys.executable, "-m", "bench", "--sizes", "100", "--quick", "--embed-sample", "12",
         "--flops-sample", "20", "--naive-sample", "6", "--naive-batch", "3", "--queries", "4",
-        "--reps", "1", "--scale-docs", "24", "--procs", "1,2", "--serve-calls", "2",
+        "--reps", "1", "--scale-docs", "24", "--procs", "1,2", "--serve-calls", "2", "--overlap-sample", "12",
         "--out", str(out),
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FLUX_", "CHROMA_"))}
@@ -47,6 +47,7 @@ def test_tiny_benchmark_run_fills_every_row(tmp_path: Path) -> None:
     row7 = [r for r in results if r["row"] == 7]
     assert len(row7) == 5  # 1 and 2 processes, cold and warm cache, + 2 on all cores
     assert len([r for r in results if r["row"] == 8]) == 6  # four workflows, the goal, the remainder
+    assert len([r for r in results if r["row"] == 9]) == 2  # ~1,000-character and short chunks
 
     text = out.read_text()
     machine = data["meta"]["machine"]
