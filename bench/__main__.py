@@ -24,13 +24,14 @@ _QUICK_SIZES = (300, 1000)
 _DEFAULT_OUT = ROOT / "docs" / "benchmarks.md"
 _SAMPLE_FLAGS = (
     "embed_sample",
-    "flops_sample",
+    "chunk_sample",
     "naive_sample",
     "naive_batch",
     "overlap_sample",
     "queries",
     "reps",
     "scale_docs",
+    "int8_sample",
     "serve_calls",
 )
 
@@ -54,7 +55,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     p.add_argument("--quick", action="store_true", help="small sizes and samples, for iterating")
     p.add_argument(
-        "--rows", type=_ints, default=(1, 2, 3, 4, 5, 6, 7, 8, 9), help="rows to run (default all)"
+        "--rows", type=_ints, default=(1, 2, 3, 4, 5, 6, 7, 8, 9, 12), help="rows to run (default all)"
     )
     p.add_argument("--out", type=Path, default=_DEFAULT_OUT, help="markdown report path")
     p.add_argument(
@@ -139,6 +140,7 @@ def _run_rows(b: object) -> None:
     from bench.context import Bench
     from bench.rows_embed import run_row1
     from bench.rows_ingest import run_row2, run_row3, run_row4
+    from bench.rows_int8 import run_row12
     from bench.rows_overlap import run_row9
     from bench.rows_procs import run_row6, run_row7
     from bench.rows_query import run_row5
@@ -156,6 +158,7 @@ def _run_rows(b: object) -> None:
         (7, lambda: run_row7(b)),
         (8, lambda: run_row8(b)),
         (9, lambda: run_row9(b)),
+        (12, lambda: run_row12(b.report, b.plan)),
     ]
     for row, step in steps:
         if row in b.plan.rows:

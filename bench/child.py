@@ -8,6 +8,9 @@ Modes:
         JSONL corpus and report the Flux state it left (row 6).
     ``scale``: get ready to ingest a slice of the corpus with the ``embed_and_add`` workflow,
         print ``ready``, wait for ``go`` on stdin, ingest, report timings (row 7).
+    ``ingest_once``: one run of the ``embed_and_add`` workflow in this fresh process, timed
+        from the parent's launch; embedder calls counted, whether the model was loaded, and
+        optionally a cProfile of the process' imports and run (row 4).
 """
 
 from __future__ import annotations
@@ -154,6 +157,55 @@ def scale(params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def ingest_once(params: dict[str, Any]) -> dict[str, Any]:
+    """Row 4: import, run the ingest workflow once, report times from the parent's launch."""
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile() if params.get("profile") else None
+    if profiler is not None:
+        profiler.enable()
+    imported = time.time()
+    from bench.counting import COUNTING_EF
+    from bench.flows import corpus_ingest_wf
+    from bench.timing import run_timed
+
+    ready = time.time()
+    COUNTING_EF.reset()
+    timed = run_timed(corpus_ingest_wf, params["input"])
+    end = time.time()
+    if profiler is not None:
+        profiler.disable()
+    calls, texts = COUNTING_EF.reset()
+    from flux_chroma.embedding import onnx_session
+
+    out: dict[str, Any] = {
+        "process_seconds": end - float(params["launched"]),
+        "startup_seconds": imported - float(params["launched"]),
+        "import_seconds": ready - imported,
+        "workflow_seconds": timed.seconds,
+        "output": timed.ctx.output,
+        "calls": calls,
+        "texts": texts,
+        "model_loaded": bool(onnx_session._SESSIONS),
+        "onnxruntime_imported": "onnxruntime" in sys.modules,
+    }
+    if profiler is not None:
+        from bench.timing import top_own_time
+
+        stats = pstats.Stats(profiler)
+        cumulative = sorted(
+            (
+                (row[3], f"{name} ({Path(file).name}:{line})")
+                for (file, line, name), row in stats.stats.items()  # type: ignore[attr-defined]
+            ),
+            reverse=True,
+        )
+        out["profile_own"] = top_own_time(stats, 8)
+        out["profile_cumulative"] = [f"{sec:6.3f} s  {what}" for sec, what in cumulative[:14]]
+    return out
+
+
 def _status_mib(field: str) -> float:
     """A memory field of ``/proc/self/status`` (``VmRSS``, ``VmHWM``) in MiB (0.0 if absent)."""
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -177,7 +229,7 @@ def peak_rss_mib() -> float:
 def main() -> None:
     """Run the mode named on the command line and print its JSON result."""
     mode, params = sys.argv[1], json.loads(sys.argv[2])
-    handlers = {"ingest_job": ingest_job, "scale": scale}
+    handlers = {"ingest_job": ingest_job, "scale": scale, "ingest_once": ingest_once}
     result = handlers[mode](params)
     result["peak_rss_mib"] = peak_rss_mib()
     print(json.dumps(result), flush=True)

@@ -26,13 +26,16 @@ class Plan:
     Attributes:
         sizes: Corpus sizes (chunks), ascending.
         rows: Rows to run.
-        embed_sample: Row 1: short docs embedded by both embedders.
-        flops_sample: Row 1: corpus chunks for the fast embedder's FLOP rate.
+        embed_sample: Row 1: short texts embedded by both embedders (half as many
+            200-character chunks too).
+        chunk_sample: Rows 1 and 3: 1000-character chunks embedded / ingested both ways.
         naive_sample: Row 3: documents ingested both ways.
         naive_batch: Row 3: documents per workflow run.
         queries: Row 5: questions per size.
         reps: Row 2: repetitions per size (each flux + raw, order alternating).
         scale_docs: Row 7: documents per configuration.
+        int8_sample: Row 12: corpus chunks embedded by the fp32 and int8 models (a third as
+            many 1000-character chunks too).
         procs: Row 7: process counts.
         serve_calls: Row 8: timed calls per served workflow.
         overlap_sample: Row 9: ~1,000-character chunks ingested each way (and twice as many
@@ -44,12 +47,13 @@ class Plan:
     sizes: tuple[int, ...]
     rows: frozenset[int]
     embed_sample: int = 1000
-    flops_sample: int = 2000
+    chunk_sample: int = 300
     naive_sample: int = 300
     naive_batch: int = 100
     queries: int = 100
     reps: int = 3
     scale_docs: int = 3000
+    int8_sample: int = 450
     procs: tuple[int, ...] = (1, 2, 4)
     serve_calls: int = 30
     overlap_sample: int = 700
@@ -63,12 +67,13 @@ class Plan:
             sizes,
             rows,
             embed_sample=100,
-            flops_sample=300,
+            chunk_sample=40,
             naive_sample=40,
             naive_batch=20,
             queries=30,
             reps=2,
             scale_docs=min(600, max(sizes)),
+            int8_sample=60,
             serve_calls=10,
             overlap_sample=150,
             overlap_reps=1,

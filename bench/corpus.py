@@ -206,6 +206,40 @@ def short_docs(count: int, root: Path | None = None) -> list[str]:
     raise ValueError(f"could not build {count} distinct short texts")
 
 
+def sized_docs(count: int, chars: int, root: Path | None = None) -> list[str]:
+    """Deterministic texts cut the way the ingestion job cuts documents, ``chars`` long.
+
+    Each module's docstrings are joined into one document and cut by the ingestion job's own
+    chunker (``flux_chroma.ingest.chunking.split_text``, ``size=chars``, no overlap); only
+    chunks of at least 90% of ``chars`` are kept (no short tails). ``chars=1000`` gives the
+    job's default chunk size (about 250 model tokens).
+
+    Args:
+        count: Number of texts.
+        chars: Chunk size in characters.
+        root: Standard library folder (default: this interpreter's).
+
+    Returns:
+        ``count`` distinct texts.
+
+    Raises:
+        ValueError: The standard library holds too little text.
+    """
+    from flux_chroma.ingest.chunking import ChunkingOptions, split_text
+
+    options = ChunkingOptions(size=chars, overlap=0)
+    out: list[str] = []
+    seen: set[str] = set()
+    for _, words in _Streams(root or stdlib_root()):
+        for text in split_text(" ".join(words), options):
+            if len(text) >= 0.9 * chars and text not in seen:
+                seen.add(text)
+                out.append(text)
+                if len(out) == count:
+                    return out
+    raise ValueError(f"could not build {count} distinct texts of {chars} characters")
+
+
 def write_jsonl(chunks: list[Chunk], path: Path) -> None:
     """Write chunks as JSON lines ``{"id", "text", "metadata"}``.
 

@@ -11,15 +11,16 @@ from typing import Any
 __all__ = ["Report", "Result", "judge", "fmt"]
 
 ROW_TITLES = {
-    1: "Embedding: fast default vs Chroma default",
+    1: "Embedding: fast default vs Chroma default, at three text lengths",
     2: "Ingest: embed_and_add workflow vs raw HttpClient upserts",
     3: "Ingest: embed_and_add vs naive (Chroma embeds inside upsert)",
-    4: "Re-ingest unchanged corpus vs first ingest",
+    4: "Re-ingest unchanged corpus vs first ingest, each in a fresh process",
     5: "Query task in a workflow vs raw collection.query",
     6: "Ingestion job: Flux state and peak RSS",
     7: "Multi-process ingest against one server",
     8: "Query serving through a Flux server and worker, both runners",
     9: "First ingest: overlapped batches vs sequential",
+    12: "int8 variant of the default model: speed and retrieval quality vs fp32",
 }
 
 

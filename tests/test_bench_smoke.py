@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-ROWS = {1, 2, 3, 4, 5, 6, 7, 8, 9}
+ROWS = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12}
 
 
 @pytest.mark.slow
@@ -24,8 +24,9 @@ def test_tiny_benchmark_run_fills_every_row(tmp_path: Path) -> None:
     out = tmp_path / "benchmarks.md"
     command = [
         sys.executable, "-m", "bench", "--sizes", "100", "--quick", "--embed-sample", "12",
-        "--flops-sample", "20", "--naive-sample", "6", "--naive-batch", "3", "--queries", "4",
+        "--chunk-sample", "8", "--naive-sample", "6", "--naive-batch", "3", "--queries", "4",
         "--reps", "1", "--scale-docs", "24", "--procs", "1,2", "--serve-calls", "2", "--overlap-sample", "12",
+        "--int8-sample", "24",
         "--out", str(out),
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FLUX_", "CHROMA_"))}
