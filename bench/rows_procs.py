@@ -224,6 +224,7 @@ def _scale_run(
         "client_cores": sum(o["cpu"] for o in outs) / wall,
         "server_cores": (server1 - server0) / wall,
         "embedded": sum(o["output"]["embedded"] for o in outs),
+        "cache_hits": sum(o["output"]["cache_hits"] for o in outs),
     }
 
 
@@ -275,6 +276,8 @@ def run_row7(b: Bench) -> None:
             got = _scale_run(b, procs, mode)
             base = base or got["docs_s"]
             what = "embedding + insert" if mode == "cold" else "insert only (warm cache)"
+            # Issue 11 item 4: the most processes on one host keep >= 0.95x one's cold docs/s.
+            goal = mode == "cold" and procs == max(b.plan.procs) and procs > 1
             b.report.add(
                 Result(
                     7,
@@ -282,10 +285,15 @@ def run_row7(b: Bench) -> None:
                     f"{b.plan.scale_docs:,} chunks",
                     got["docs_s"] / base,
                     "x",
-                    "",
-                    "info",
+                    ">= 0.95" if goal else "",
+                    judge(got["docs_s"] / base, ">=", 0.95) if goal else "info",
                     f"{fmt(got['docs_s'])} docs/s; embedding {fmt(100 * got['embed_share'])}% of task time; CPU "
-                    f"cores busy: clients {fmt(got['client_cores'])}, server {fmt(got['server_cores'])} (of {cores})",
+                    f"cores busy: clients {fmt(got['client_cores'])}, server {fmt(got['server_cores'])} (of {cores})"
+                    + (
+                        f"; cache hits {got['cache_hits']:,} of {b.plan.scale_docs:,}"
+                        if mode == "warm"
+                        else ""
+                    ),
                 )
             )
             results.append((mode, procs, got))
@@ -318,10 +326,13 @@ def run_row7(b: Bench) -> None:
         ),
         (
             "- cold: no embedding cache, so every process embeds. Each ONNX session takes its share of "
-            "the cores (cores // processes embedding on the host, `flux_chroma/embedding/threads.py`); "
+            "the cores (cores // processes embedding on the host, `flux_chroma/embedding/threads.py`: "
+            "the shipped default, nothing set in the children's environment); goal: the most "
+            "processes keep at least 0.95x the docs/s of one (issue 11). "
             "the extra cold row pins every session to all cores (`FLUX_CHROMA_EMBED_THREADS`), as "
             "before the budget, side by side. warm: every text is a cache hit, so only the write "
-            "path remains."
+            "path remains; every child's cache hits are checked (a lookup that times out on the "
+            "cache's SQLite lock would be a miss and re-embed)."
         ),
         (
             "- The figure is docs/s relative to 1 process of the same mode. Bottleneck: the embedding "
