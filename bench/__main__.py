@@ -33,6 +33,8 @@ _SAMPLE_FLAGS = (
     "scale_docs",
     "int8_sample",
     "serve_calls",
+    "parallel_docs",
+    "cluster_docs",
 )
 
 
@@ -55,7 +57,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     p.add_argument("--quick", action="store_true", help="small sizes and samples, for iterating")
     p.add_argument(
-        "--rows", type=_ints, default=(1, 2, 3, 4, 5, 6, 7, 8, 9, 12), help="rows to run (default all)"
+        "--rows",
+        type=_ints,
+        default=(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12),
+        help="rows to run (default all)",
     )
     p.add_argument("--out", type=Path, default=_DEFAULT_OUT, help="markdown report path")
     p.add_argument(
@@ -69,6 +74,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     p.add_argument("--keep", action="store_true", help="keep the temp folder")
     p.add_argument("--procs", type=_ints, default=(1, 2, 4), help="row 7 process counts")
+    p.add_argument("--rss-sizes", type=_ints, default=None, help="row 6 peak-RSS corpus sizes")
+    p.add_argument("--workers", type=_ints, default=None, help="row 11 Flux worker counts")
     for flag in _SAMPLE_FLAGS:
         p.add_argument(
             f"--{flag.replace('_', '-')}", type=int, default=None, help="override a sample size"
@@ -101,6 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     overrides = {f: getattr(args, f) for f in _SAMPLE_FLAGS if getattr(args, f) is not None}
     plan = replace(plan, procs=args.procs, **overrides)
+    if args.rss_sizes:
+        plan = replace(plan, rss_sizes=args.rss_sizes)
+    if args.workers:
+        plan = replace(plan, cluster_workers=args.workers)
     entry = os.environ.get("FLUX_CHROMA_BENCH_ENTRY", "python -m bench")
     report = Report(
         meta={
@@ -138,11 +149,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run_rows(b: object) -> None:
     from bench.context import Bench
+    from bench.rows_cluster import run_row11
     from bench.rows_embed import run_row1
     from bench.rows_ingest import run_row2, run_row3, run_row4
     from bench.rows_int8 import run_row12
+    from bench.rows_memory import run_row6
     from bench.rows_overlap import run_row9
-    from bench.rows_procs import run_row6, run_row7
+    from bench.rows_parallel import run_row10
+    from bench.rows_procs import run_row7
     from bench.rows_query import run_row5
     from bench.rows_serving import run_row8
 
@@ -158,6 +172,8 @@ def _run_rows(b: object) -> None:
         (7, lambda: run_row7(b)),
         (8, lambda: run_row8(b)),
         (9, lambda: run_row9(b)),
+        (10, lambda: run_row10(b)),
+        (11, lambda: run_row11(b)),
         (12, lambda: run_row12(b.report, b.plan)),
     ]
     for row, step in steps:

@@ -80,6 +80,10 @@ def ingest_job(params: dict[str, Any]) -> dict[str, Any]:
     }
     if params.get("batch_size"):
         job["batch_size"] = int(params["batch_size"])
+    if params.get("embedding_function"):
+        import bench.stand_in  # noqa: F401 - registers the stand-in embedders
+
+        job["embedding_function"] = params["embedding_function"]
     memory = {"start_rss_mib": _status_mib("VmRSS")}
 
     def on_progress(value: Any) -> None:

@@ -41,6 +41,10 @@ class Plan:
         overlap_sample: Row 9: ~1,000-character chunks ingested each way (and twice as many
             short corpus chunks).
         overlap_reps: Row 9: paired runs per sample.
+        rss_sizes: Row 6: corpus sizes of the peak-RSS series (fixed, whatever ``sizes`` says).
+        parallel_docs: Row 10: chunks of the inline ``parallel`` job.
+        cluster_docs: Row 11: chunks of the cluster job (real model).
+        cluster_workers: Row 11: Flux worker counts.
         quick: Quick mode.
     """
 
@@ -58,6 +62,10 @@ class Plan:
     serve_calls: int = 30
     overlap_sample: int = 700
     overlap_reps: int = 3
+    rss_sizes: tuple[int, ...] = (10_000, 50_000, 200_000)
+    parallel_docs: int = 1024
+    cluster_docs: int = 2000
+    cluster_workers: tuple[int, ...] = (1, 2, 3)
     quick: bool = False
 
     @classmethod
@@ -77,6 +85,9 @@ class Plan:
             serve_calls=10,
             overlap_sample=150,
             overlap_reps=1,
+            rss_sizes=(2000, 10_000, 40_000),
+            parallel_docs=512,
+            cluster_docs=600,
             quick=True,
         )
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-ROWS = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12}
+ROWS = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
 
 
 @pytest.mark.slow
@@ -27,12 +27,13 @@ def test_tiny_benchmark_run_fills_every_row(tmp_path: Path) -> None:
         "--chunk-sample", "8", "--naive-sample", "6", "--naive-batch", "3", "--queries", "4",
         "--reps", "1", "--scale-docs", "24", "--procs", "1,2", "--serve-calls", "2", "--overlap-sample", "12",
         "--int8-sample", "24",
+        "--rss-sizes", "60,120", "--parallel-docs", "32", "--cluster-docs", "40", "--workers", "1,2",
         "--out", str(out),
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FLUX_", "CHROMA_"))}
     env["FLUX_LOG_LEVEL"] = "WARNING"
     done = subprocess.run(
-        command, check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=540
+        command, check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
@@ -49,6 +50,11 @@ def test_tiny_benchmark_run_fills_every_row(tmp_path: Path) -> None:
     assert len(row7) == 5  # 1 and 2 processes, cold and warm cache, + 2 on all cores
     assert len([r for r in results if r["row"] == 8]) == 6  # four workflows, the goal, the remainder
     assert len([r for r in results if r["row"] == 9]) == 2  # ~1,000-character and short chunks
+    row6 = [r["metric"] for r in results if r["row"] == 6]
+    assert row6.count("peak RSS of a job, largest / smallest corpus") == 1
+    assert len([r for r in results if r["row"] == 10]) == 3  # parallel 1, 2 and 4
+    row11 = [r["metric"] for r in results if r["row"] == 11]
+    assert len(row11) == 3 and "dispatch overhead per unit through the Flux server (median)" in row11
 
     text = out.read_text()
     machine = data["meta"]["machine"]
