@@ -3,6 +3,7 @@
 Run it inside the project's virtualenv::
 
     python examples/distributed/run_local.py [--workdir DIR] [--keep] [--summary FILE] [--flux-db sqlite]
+        [--workers N] [--hold]
 
 It starts, as separate OS processes (each in its own process group):
 
@@ -23,6 +24,8 @@ Then it registers ``workflows.py`` with ``flux workflow register``, runs two ing
 once (tenants ``acme`` and ``globex``, same collection name) and one question per tenant
 through ``flux workflow run --mode sync``, prints what came back and which worker ran it,
 and stops every process it started, by pid, even when a step fails or it is interrupted.
+With ``--hold`` it keeps the fleet running afterwards (``WORKDIR/fleet.env`` holds the URLs)
+until Ctrl-C or SIGTERM: docs/deployment.md runs a cluster ingestion job on it.
 """
 
 from __future__ import annotations
@@ -216,7 +219,7 @@ def settle(name: str, execution: dict[str, Any], env: dict[str, str], flux_url: 
     return execution
 
 
-def deploy_and_run(stack: Stack, flux_db: str = "postgresql") -> dict[str, Any]:
+def deploy_and_run(stack: Stack, flux_db: str = "postgresql", workers: int = 2) -> dict[str, Any]:
     work = stack.workdir
     # 1. The ONE Chroma server (flux-chroma's own command; it prints its URL as JSON).
     chroma_log = work / "chroma" / "output.log"
@@ -243,8 +246,9 @@ def deploy_and_run(stack: Stack, flux_db: str = "postgresql") -> dict[str, Any]:
     wait_for("the Flux server", lambda: httpx.get(f"{flux_url}/health", timeout=2).json().get("status") == "healthy", stack, "flux-server")
     token = wait_for("the bootstrap token", lambda: flux(["server", "bootstrap-token"], server_env, 30).strip(), stack, "flux-server")
 
-    # 3. Two stateless workers: the Flux server's URL, the Chroma URL and a shared embedding cache.
-    for name in ("worker-1", "worker-2"):
+    # 3. Stateless workers: the Flux server's URL, the Chroma URL and a shared embedding cache.
+    names = [f"worker-{n}" for n in range(1, workers + 1)]
+    for name in names:
         worker_env = base_env(
             FLUX_HOME=str(work / name / ".flux"),
             FLUX_WORKERS__BOOTSTRAP_TOKEN=token,
@@ -255,11 +259,11 @@ def deploy_and_run(stack: Stack, flux_db: str = "postgresql") -> dict[str, Any]:
         stack.start(name, [tool("flux"), "start", "worker", name, "--server-url", flux_url], worker_env)
 
     def online() -> bool:
-        workers = json.loads(flux(["worker", "list", "--format", "json", "--server-url", flux_url], server_env, 30))
-        return {w["name"] for w in workers if w.get("status") == "online"} >= {"worker-1", "worker-2"}
+        listed = json.loads(flux(["worker", "list", "--format", "json", "--server-url", flux_url], server_env, 30))
+        return {w["name"] for w in listed if w.get("status") == "online"} >= set(names)
 
-    wait_for("both workers online", online, stack, "worker-2")
-    print(f"Chroma {chroma_url}  Flux {flux_url} ({flux_db})  workers worker-1, worker-2", flush=True)
+    wait_for("the workers online", online, stack, names[-1])
+    print(f"Chroma {chroma_url}  Flux {flux_url} ({flux_db})  workers {', '.join(names)}", flush=True)
 
     # 4. Register the workflows, then ingest both tenants at once and ask each a question.
     print(flux(["workflow", "register", str(HERE / "workflows.py"), "--server-url", flux_url], server_env).strip())
@@ -293,6 +297,27 @@ def deploy_and_run(stack: Stack, flux_db: str = "postgresql") -> dict[str, Any]:
     }
 
 
+def hold(stack: Stack, summary: dict[str, Any]) -> None:
+    """Keep the fleet running: write ``fleet.env`` and a ``pid`` file per process, wait for a signal.
+
+    ``source WORKDIR/fleet.env`` sets ``FLUX_SERVER`` (the Flux server's URL), ``FLUX_CHROMA_URL``
+    and ``FLEET`` (the workdir); ``WORKDIR/<name>/pid`` holds each process's pid, which is also
+    its process group id (``kill -KILL -- -PID`` ends a worker with its executions).
+    """
+    work = stack.workdir
+    for name, pid in stack.pids().items():
+        (work / name).mkdir(parents=True, exist_ok=True)
+        (work / name / "pid").write_text(f"{pid}\n")
+    (work / "fleet.env").write_text(
+        f"export FLUX_SERVER={summary['flux_url']}\n"
+        f"export FLUX_CHROMA_URL={summary['chroma_url']}\n"
+        f"export FLEET={work}\n"
+    )
+    print(f"\nfleet ready: source {work / 'fleet.env'}   (Ctrl-C stops everything)", flush=True)
+    while True:
+        time.sleep(3600)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workdir", type=Path, help="folder for data, state and logs (default: a temporary one)")
@@ -302,7 +327,14 @@ def main(argv: list[str] | None = None) -> int:
         "--flux-db", choices=("postgresql", "sqlite"), default="postgresql",
         help="Flux's state: a throwaway PostgreSQL (default; what a fleet needs) or SQLite (one node)",
     )  # fmt: skip
+    parser.add_argument("--workers", type=int, default=2, help="number of Flux workers (default 2)")
+    parser.add_argument(
+        "--hold", action="store_true",
+        help="keep everything running after the demo; write WORKDIR/fleet.env; stop with Ctrl-C or SIGTERM",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.workers < 1:
+        parser.error("--workers must be at least 1")
 
     workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="flux-chroma-distributed-"))).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
@@ -311,14 +343,16 @@ def main(argv: list[str] | None = None) -> int:
     summary: dict[str, Any] = {"workdir": str(workdir), "ok": False}
     code = 1
     try:
-        summary.update(deploy_and_run(stack, args.flux_db))
+        summary.update(deploy_and_run(stack, args.flux_db, args.workers))
         summary["ok"] = True
         code = 0
+        if args.hold:
+            hold(stack, summary)
     except (RuntimeError, subprocess.SubprocessError, json.JSONDecodeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        code = 130
+        print("interrupted" if not (args.hold and summary["ok"]) else "stopping", file=sys.stderr)
+        code = 0 if args.hold and summary["ok"] else 130
     finally:
         summary["pids"] = stack.pids()
         print()
