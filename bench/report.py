@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Report", "Result", "judge", "fmt"]
+__all__ = ["Report", "Result", "judge", "fmt", "ratio_result"]
 
 ROW_TITLES = {
     1: "Embedding: fast default vs Chroma default, at three text lengths",
@@ -90,6 +90,33 @@ class Result:
     goal: str = ""
     status: str = "info"
     detail: str = ""
+
+
+def ratio_result(
+    row: int,
+    metric: str,
+    size: str,
+    value: float,
+    detail: str,
+    goal: tuple[str, float, str] | None = None,
+) -> Result:
+    """A ratio figure (unit ``x``), judged when it carries a goal.
+
+    Args:
+        row: Row number.
+        metric: What the ratio is.
+        size: Sample it was measured on.
+        value: The ratio.
+        detail: The side-by-side measurements.
+        goal: ``(op, target, label)``, e.g. ``(">=", 0.95, ">= 0.95 (no loss)")``; None: info only.
+
+    Returns:
+        The result.
+    """
+    if goal is None:
+        return Result(row, metric, size, value, "x", "", "info", detail)
+    op, target, label = goal
+    return Result(row, metric, size, value, "x", label, judge(value, op, target), detail)
 
 
 @dataclass

@@ -13,7 +13,7 @@ from statistics import median
 from typing import Any
 
 from bench.context import TENANT, Bench
-from bench.report import Result, fmt, judge
+from bench.report import Result, fmt, ratio_result
 from bench.rows_memory import corpus_file
 from bench.workspace import ROOT
 
@@ -177,18 +177,16 @@ def _report(
         writers = sorted({str(t.get("worker")) for t in report["batch_timings"]})
         last = workers == max(w for w, _, _ in rates) and workers > rates[0][0]
         b.report.add(
-            Result(
+            ratio_result(
                 11,
                 f"cluster job docs/s, {workers} worker{'s' if workers > 1 else ''} / {rates[0][0]} "
                 f"(parallel={workers}, default model)",
                 f"{n:,} chunks",
                 docs_s / base,
-                "x",
-                ">= 0.95 (no loss)" if last else "",
-                judge(docs_s / base, ">=", 0.95) if last else "info",
                 f"{fmt(docs_s)} docs/s; {report['batches']} batches written by {len(writers)} "
                 f"worker(s) ({', '.join(writers)}); embedding {fmt(report['embed_seconds'])} s "
                 f"of the batches' time; {cores} cores on the host",
+                (">=", 0.95, ">= 0.95 (no loss)") if last else None,
             )
         )
     if overhead:
