@@ -202,6 +202,7 @@ def ingest_once(params: dict[str, Any]) -> dict[str, Any]:
             (
                 (row[3], f"{name} ({Path(file).name}:{line})")
                 for (file, line, name), row in stats.stats.items()  # type: ignore[attr-defined]
+                if not file.startswith(("<frozen", "~"))  # import machinery, builtins
             ),
             reverse=True,
         )

@@ -147,7 +147,7 @@ def run_row12(report: Report, plan: Any) -> None:
             "- The int8 variant is `onnxruntime.quantization.quantize_dynamic(weight_type=QInt8)` "
             f"of this host's default `model.onnx` (made in {fmt(made)} s, {fmt(100 * size_ratio)}% of "
             "the fp32 file), never downloaded; both models run through `FastDefaultEmbedding` on "
-            "the same texts, in the same process, one after the other. recall@10: for 200 corpus "
+            "the same texts, in the same process, one after the other. recall@10: for up to 200 corpus "
             "texts used as queries, the share of the 10 nearest neighbours by fp32 vectors (cosine) "
             "that the int8 vectors also rank in their top 10."
         ),
