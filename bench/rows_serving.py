@@ -101,11 +101,11 @@ def run_row8(b: Bench) -> None:
         8,
         (
             "- A real `flux start server` (SQLite state) and one `flux start worker` on this host, "
-            "started by `bench/flux_stack.py`; the Chroma server is the harness's. Six workflows "
+            "started by `bench/flux_stack.py`; the Chroma server is the harness's. Eight workflows "
             "(`bench/serving/`): `bare` in a module importing only Flux, `noop` in a module "
-            "importing flux_chroma, `ask` running the `query` task (k=5, the fast default model, "
+            "importing flux_chroma, `step` running one no-op Flux task, `ask` running the `query` task (k=5, the fast default model, "
             f"a collection of {size:,} corpus chunks), each declared on Flux's default runner "
-            'and with `runner="inprocess"`. Per question the six run one after another (order '
+            'and with `runner="inprocess"`. Per question the eight run one after another (order '
             "reversed every other question), each a `POST .../run/sync` timed from the harness: "
             "the full round trip through the server and the worker. "
             f"{_WARMUP} warm-up questions are not counted. A `step` workflow running one no-op "
