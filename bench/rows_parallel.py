@@ -135,7 +135,7 @@ def _explain(b: Bench, base: float, per_batch: dict[int, tuple[float, float, flo
             f"{fmt(wall1 / max(cpu, server, wall1 / top))}x (one-unit time per batch over the "
             "largest of the two CPU figures and that time / 4); any other load on the machine "
             "stretches the CPU parts and lowers it further. The stand-in's latency is "
-            "the brief's fixed 100 ms per call; real remote embedding APIs take longer per call "
+            "a fixed 100 ms per call; real remote embedding APIs take longer per call "
             "for batches of this size, which raises the bound."
         ),
     )
