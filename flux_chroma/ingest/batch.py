@@ -127,14 +127,7 @@ def _ahead_key(target: Target, ref: dict[str, Any]) -> str:
 
 
 def _write_opts(job: IngestJob, ref: dict[str, Any], options: ChromaOptions) -> WriteOptions:
-    return WriteOptions(
-        ef=options.embedding_function,
-        cache=options.embedding_cache(),
-        space=options.space,
-        adopt=options.adopt,
-        extra_metadata={SOURCE_KEY: job.sources[ref["source"]]["id"]},
-        overlap=options.overlap,
-    )
+    return options.write_options(extra_metadata={SOURCE_KEY: job.sources[ref["source"]]["id"]})
 
 
 def _prefetch(resolved: Resolved, job: IngestJob, ref: dict[str, Any], opts: WriteOptions) -> Any:

@@ -54,7 +54,7 @@ from flux_chroma.tasks.decorator import chroma_task
 from flux_chroma.tasks.options import ChromaOptions
 from flux_chroma.tasks.reader import public_metadata
 from flux_chroma.tasks.validation import RESERVED_PREFIX, Document
-from flux_chroma.tasks.writer import HASH_KEY, WriteOptions, content_hash, write_documents
+from flux_chroma.tasks.writer import HASH_KEY, content_hash, write_documents
 
 __all__ = ["MigrationSpec", "migration_steps", "migrate_collection", "run_migration", "plan_migration", "migrate_page", "reconcile_migration", "switch_alias"]
 
@@ -159,7 +159,7 @@ def _copy(records: dict[str, Any], target: Target, options: ChromaOptions) -> di
         groups.setdefault(own, []).append(Document(rid, doc, public_metadata(meta)))
     totals: dict[str, Any] = {"added": 0, "updated": 0, "skipped": 0, "embedded": 0, "embed_seconds": 0.0}
     for own, docs in groups.items():
-        opts = WriteOptions(ef=options.embedding_function, cache=options.embedding_cache(), space=options.space, extra_metadata=dict(own), overlap=options.overlap)
+        opts = options.write_options(adopt=False, extra_metadata=dict(own))
         written: Mapping[str, Any] = write_documents(target, docs, opts)
         for key in totals:
             totals[key] += written[key]

@@ -168,8 +168,8 @@ class IngestJob:
             server on any worker. Not part of the job key: a job re-submitted with
             another ``parallel`` resumes the same runs.
         overlap: Embed batch N+1 while batch N is written (default ``False``: each batch's
-            embedding runs after the previous batch committed; on 2 cores overlap measured
-            no gain, benchmark row 9).
+            embedding runs after the previous batch committed; on 2 cores the gain of overlap is
+            within noise, benchmark row 9).
             Receipts, contents and checkpoints are the same either way. Not part of the
             job key, like ``parallel``.
 

@@ -39,7 +39,7 @@ from flux_chroma.tasks.validation import (
     validate_where,
     validate_where_document,
 )
-from flux_chroma.tasks.writer import WriteOptions, write_documents
+from flux_chroma.tasks.writer import write_documents
 
 __all__ = ["delete_collection", "delete_documents", "embed_and_add", "list_collections", "query"]
 
@@ -73,13 +73,7 @@ async def embed_and_add(collection: str, docs: list[dict[str, Any]]) -> Receipt:
     documents = validate_documents(docs)
     target = await asyncio.to_thread(resolve_alias, chroma_target(collection))  # writers follow the alias
     send = emit_progress({"task": "embed_and_add", "collection": collection})
-    write_opts = WriteOptions(
-        ef=options.embedding_function,
-        cache=options.embedding_cache(),
-        space=options.space,
-        adopt=options.adopt,
-        overlap=options.overlap,
-    )
+    write_opts = options.write_options()
     return await asyncio.to_thread(
         write_documents,
         target,

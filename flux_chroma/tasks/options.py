@@ -9,12 +9,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from flux_chroma.chroma.collections import Target
 from flux_chroma.chroma.naming import Namespace, validate_tenant
 from flux_chroma.chroma.settings import ConnectionSettings
 from flux_chroma.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from flux_chroma.tasks.writer import WriteOptions
 
 __all__ = ["CHROMA_OPTION_NAMES", "ChromaOptions"]
 
@@ -44,7 +47,7 @@ class ChromaOptions:
         adopt: Pin and use a collection that was created outside flux-chroma.
         overlap: Embed the next batch in a background thread while the current one is
             upserted (``embed_and_add`` calls larger than the server's batch size, and
-            ingestion batches). Off by default: on 2 cores it measured no gain (benchmark
+            ingestion batches). Off by default: on 2 cores its gain is within noise (benchmark
             row 9). Receipts and contents are the same either way.
     """
 
@@ -105,6 +108,26 @@ class ChromaOptions:
         target = Target(self.settings(secrets), namespace, str(name) if isinstance(name, str) else name)  # type: ignore[arg-type]
         namespace.physical(name)  # validates before any network call
         return target
+
+    def write_options(self, **overrides: Any) -> WriteOptions:
+        """The :class:`~flux_chroma.tasks.writer.WriteOptions` these task options imply.
+
+        Args:
+            **overrides: Fields to set differently (e.g. ``extra_metadata``).
+
+        Returns:
+            ``WriteOptions`` with this task's embedding function, cache, space, adopt and overlap.
+        """
+        from flux_chroma.tasks.writer import WriteOptions
+
+        fields_: dict[str, Any] = {
+            "ef": self.embedding_function,
+            "cache": self.embedding_cache(),
+            "space": self.space,
+            "adopt": self.adopt,
+            "overlap": self.overlap,
+        }
+        return WriteOptions(**{**fields_, **overrides})
 
     def embedding_cache(self) -> Any:
         """This process's shared :class:`EmbeddingCache` when ``cache=True``, else ``None``."""
