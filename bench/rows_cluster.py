@@ -12,9 +12,9 @@ from datetime import datetime
 from statistics import median
 from typing import Any
 
-from bench.context import TENANT, Bench
+from bench.context import Bench
+from bench.jobs import corpus_file, jsonl_job
 from bench.report import Result, fmt, ratio_result
-from bench.rows_memory import corpus_file
 from bench.workspace import ROOT
 
 __all__ = ["run_row11", "unit_overheads"]
@@ -22,23 +22,6 @@ __all__ = ["run_row11", "unit_overheads"]
 _GUARD = 900.0  # seconds; stops a hung job, not a measurement
 OVERHEAD_BATCHES = 24
 OVERHEAD_PARALLEL = 2
-
-
-def _job(
-    b: Bench, name: str, path: str, batch: int, parallel: int, ef: Any = None
-) -> dict[str, Any]:
-    job: dict[str, Any] = {
-        "tenant": TENANT,
-        "collection": name,
-        "sources": [{"kind": "jsonl", "path": path, "id": "corpus"}],
-        "batch_size": batch,
-        "options": {"url": b.url, "cache": False},
-    }
-    if parallel > 1:
-        job["parallel"] = parallel
-    if ef is not None:
-        job["embedding_function"] = ef
-    return job
 
 
 def _submit(fleet: Any, job: dict[str, Any]) -> tuple[float, dict[str, Any]]:
@@ -124,10 +107,10 @@ def run_row11(b: Bench) -> None:
                 fleet.start_worker(f"worker-{online}")
             fleet.wait_online([f"worker-{i}" for i in range(1, workers + 1)])
             warm = corpus_file(b, min(n, 4 * workers))
-            _submit(fleet, _job(b, f"r11-warm-{workers}", warm, 1, workers))  # model loads
+            _submit(fleet, jsonl_job(b, f"r11-warm-{workers}", warm, 1, workers))  # model loads
             b.drop(b.physical(f"r11-warm-{workers}"))
             name = f"r11-w{workers}"
-            seconds, execution = _submit(fleet, _job(b, name, path, batch, workers))
+            seconds, execution = _submit(fleet, jsonl_job(b, name, path, batch, workers))
             b.drop(b.physical(name))
             report = execution["output"]
             if report["added"] != n or report["embedded"] != n:
@@ -146,14 +129,14 @@ def _overhead(b: Bench, fleet: Any, ef: dict[str, Any]) -> tuple[list[float], fl
     n = min(b.plan.cluster_docs, max(b.plan.sizes))
     batch = max(1, -(-n // OVERHEAD_BATCHES))
     path = corpus_file(b, n)
-    _, execution = _submit(fleet, _job(b, "r11-ovh", path, batch, OVERHEAD_PARALLEL, ef))
+    _, execution = _submit(fleet, jsonl_job(b, "r11-ovh", path, batch, OVERHEAD_PARALLEL, ef))
     b.drop(b.physical("r11-ovh"))
     detail = fleet.execution(str(execution["execution_id"]), detailed=True)
     overheads = unit_overheads(detail.get("events") or [], execution["output"])
     units = len({t["execution_id"] for t in execution["output"]["batch_timings"]})
     batch_s = median(float(t["seconds"]) for t in execution["output"]["batch_timings"])
     start = time.perf_counter()
-    ctx = run_ingest(_job(b, "r11-ovh-inline", path, batch, OVERHEAD_PARALLEL, ef))
+    ctx = run_ingest(jsonl_job(b, "r11-ovh-inline", path, batch, OVERHEAD_PARALLEL, ef))
     inline = time.perf_counter() - start
     b.drop(b.physical("r11-ovh-inline"))
     if not ctx.has_succeeded:

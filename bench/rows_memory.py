@@ -7,29 +7,11 @@ from typing import Any
 
 from bench.context import TENANT, Bench
 from bench.corpus import build_corpus, write_jsonl
+from bench.jobs import corpus_file
 from bench.report import Result, fmt, judge
 from bench.workspace import flux_env, run_child
 
-__all__ = ["corpus_file", "run_row6"]
-
-
-def corpus_file(b: Bench, size: int, source: str | None = None) -> str:
-    """A JSONL file holding exactly the first ``size`` chunks (an ingestion job reads all of it).
-
-    Args:
-        b: The run.
-        size: Chunks.
-        source: A larger JSONL corpus to take them from (default: the run's corpus).
-    """
-    source = source or str(b.corpus)
-    path = b.ws.work / f"corpus-{size}.jsonl"
-    if not path.exists():
-        with open(source, encoding="utf-8") as src, open(path, "w", encoding="utf-8") as out:
-            for count, line in enumerate(src):
-                if count >= size:
-                    break
-                out.write(line)
-    return str(path)
+__all__ = ["run_row6"]
 
 
 def run_row6(b: Bench) -> None:

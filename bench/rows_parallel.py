@@ -10,9 +10,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from bench.context import TENANT, Bench
+from bench.context import Bench
+from bench.jobs import corpus_file, jsonl_job
 from bench.report import fmt, ratio_result
-from bench.rows_memory import corpus_file
 
 __all__ = ["run_row10", "LATENCY", "PARALLEL"]
 
@@ -26,17 +26,7 @@ BATCHES = 64
 def _job(b: Bench, name: str, path: str, batch: int, parallel: int) -> dict[str, Any]:
     from bench.stand_in import remote_spec
 
-    job: dict[str, Any] = {
-        "tenant": TENANT,
-        "collection": name,
-        "sources": [{"kind": "jsonl", "path": path, "id": "corpus"}],
-        "batch_size": batch,
-        "embedding_function": remote_spec(LATENCY),
-        "options": {"url": b.url, "cache": False},
-    }
-    if parallel > 1:
-        job["parallel"] = parallel
-    return job
+    return jsonl_job(b, name, path, batch, parallel, remote_spec(LATENCY))
 
 
 def _run(b: Bench, job: dict[str, Any]) -> tuple[float, dict[str, Any], float, float]:
