@@ -116,19 +116,20 @@ def run_row11(b: Bench) -> None:
             if report["added"] != n or report["embedded"] != n:
                 raise RuntimeError(f"row 11: expected {n} chunks added and embedded, got {report}")
             rates.append((workers, n / seconds, report))
-        overhead, per_unit_inline, units, batch_s = _overhead(b, fleet, hash_spec())
+        overhead, per_unit_inline, units, batch_s = _overhead(b, fleet, n, path, hash_spec())
     finally:
         fleet.stop()
     _report(b, n, batch, rates, overhead, per_unit_inline, units, batch_s)
 
 
-def _overhead(b: Bench, fleet: Any, ef: dict[str, Any]) -> tuple[list[float], float, int, float]:
-    """The same trivial job through the server and inline; per-unit overhead through the server."""
+def _overhead(
+    b: Bench, fleet: Any, n: int, path: str, ef: dict[str, Any]
+) -> tuple[list[float], float, int, float]:
+    """The same trivial job (``n`` chunks of ``path``) through the server and inline; per-unit
+    overhead through the server."""
     from flux_chroma.ingest import run_ingest
 
-    n = min(b.plan.cluster_docs, max(b.plan.sizes))
     batch = max(1, -(-n // OVERHEAD_BATCHES))
-    path = corpus_file(b, n)
     _, execution = _submit(fleet, jsonl_job(b, "r11-ovh", path, batch, OVERHEAD_PARALLEL, ef))
     b.drop(b.physical("r11-ovh"))
     detail = fleet.execution(str(execution["execution_id"]), detailed=True)
