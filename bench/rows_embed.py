@@ -10,6 +10,7 @@ import numpy as np
 from bench.corpus import short_docs, sized_docs
 from bench.machine import ModelShape, measure_peak_gflops, model_shape, sequence_flops
 from bench.report import Report, Result, fmt, judge
+from bench.timing import embed_timed
 from flux_chroma.embedding import MAX_TOKENS, FastDefaultEmbedding
 
 __all__ = ["CHUNK_CHARS", "MEDIUM_CHARS", "run_row1"]
@@ -32,12 +33,6 @@ def _executed_flops(
         executed += len(rows) * sequence_flops(shape, int(lengths[rows].max()))
     useful = float(sum(sequence_flops(shape, int(n)) for n in lengths))
     return executed, useful, int(lengths.sum())
-
-
-def _time_fast(ef: FastDefaultEmbedding, texts: list[str]) -> tuple[np.ndarray, float]:
-    start = time.perf_counter()
-    vectors = ef.embed(texts)
-    return vectors, time.perf_counter() - start
 
 
 def _explain_row1(
@@ -85,7 +80,7 @@ def _compare(
         start = time.perf_counter()
         base = np.asarray(default(part), dtype=np.float32)
         t_default += time.perf_counter() - start
-        vectors, seconds = _time_fast(fast, part)
+        vectors, seconds = embed_timed(fast, part)
         t_fast += seconds
         max_diff = max(max_diff, float(np.abs(vectors - base).max()))
     return t_fast, t_default, max_diff

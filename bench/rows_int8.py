@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from bench.report import Report, Result, fmt, judge
+from bench.timing import embed_timed
 
 __all__ = ["RECALL_GOAL", "make_int8_model", "recall_at_k", "run_row12"]
 
@@ -73,12 +74,6 @@ def recall_at_k(base: np.ndarray, other: np.ndarray, queries: np.ndarray, k: int
     return hits / (k * len(queries))
 
 
-def _timed(ef: Any, texts: list[str]) -> tuple[np.ndarray, float]:
-    start = time.perf_counter()
-    vectors = ef.embed(texts)
-    return np.asarray(vectors, dtype=np.float32), time.perf_counter() - start
-
-
 def run_row12(report: Report, plan: Any) -> None:
     """Make the int8 variant, measure speed and recall@10 against fp32, record the decision.
 
@@ -107,8 +102,8 @@ def run_row12(report: Report, plan: Any) -> None:
         size_ratio = (folder / "model.onnx").stat().st_size / (source / "model.onnx").stat().st_size
         worst = 1.0
         for label, texts in corpora:
-            base, t32 = _timed(fp32, texts)
-            other, t8 = _timed(int8, texts)
+            base, t32 = embed_timed(fp32, texts)
+            other, t8 = embed_timed(int8, texts)
             rng = np.random.default_rng(12)
             queries = rng.choice(len(texts), size=min(len(texts), 200), replace=False)
             k = min(10, len(texts) - 1)

@@ -12,7 +12,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Timed", "cumulative", "median", "percentile", "profile", "run_timed", "top_own_time"]
+__all__ = [
+    "Timed",
+    "cumulative",
+    "embed_timed",
+    "median",
+    "percentile",
+    "profile",
+    "run_timed",
+    "top_own_time",
+]
 
 
 @dataclass
@@ -71,6 +80,13 @@ def run_timed(wf: Any, value: Any) -> Timed:
     if not ctx.has_succeeded:
         raise RuntimeError(f"workflow {wf.name} did not succeed: {ctx.output!r}")
     return Timed(ctx, seconds, float(spent[0]), int(spent[1]))
+
+
+def embed_timed(ef: Any, texts: list[str]) -> tuple[Any, float]:
+    """``ef.embed(texts)`` (a :class:`~flux_chroma.embedding.FastDefaultEmbedding`) and its seconds."""
+    start = time.perf_counter()
+    vectors = ef.embed(texts)
+    return vectors, time.perf_counter() - start
 
 
 def percentile(values: Sequence[float], q: float) -> float:
