@@ -123,9 +123,10 @@ def run_row1(report: Report, plan: Any) -> None:
     samples = _samples(plan)
     fast.embed(samples[0][2][:8])  # load the session once (FastDefaultEmbedding keeps it)
     default(samples[0][2][:2])  # loads files into the page cache (it rebuilds its session per call)
-    peak, how = measure_peak_gflops()
+    peak_before, how = measure_peak_gflops()
     short: dict[str, Any] = {}
     lines = []
+    rates: list[tuple[str, float, float, float, float, float]] = []
     for label, what, texts in samples:
         t_fast, t_default, max_diff = _compare(fast, default, texts)
         executed, useful, tokens = _executed_flops(fast, texts, shape)
@@ -158,6 +159,20 @@ def run_row1(report: Report, plan: Any) -> None:
                 f"{n} x 384 values compared",
             )
         )
+        rates.append((where, executed, useful, t_fast, default_flops, t_default))
+        lines.append(
+            f"{label} ~{tokens / n:.0f} tokens: FLOPs cut {default_flops / executed:.2f}x by padding "
+            f"to each batch's longest text, ratio {ratio:.2f}x"
+        )
+        if label == "short":
+            short = {"texts": texts, "ratio": ratio, "t_fast": t_fast, "t_default": t_default}
+            short.update(executed=executed, default_flops=default_flops, mean=round(tokens / n))
+    # Sampled twice, before and after the embedders: on a shared machine one sampling can fall in a
+    # busy moment and read low (a share above 100% was seen); the better of the two is the peak.
+    peak_after, _ = measure_peak_gflops()
+    peak = max(peak_before, peak_after)
+    how += f"; sampled before and after the embedders ({fmt(peak_before)} and {fmt(peak_after)} GFLOP/s), the higher counts"
+    for where, executed, useful, t_fast, default_flops, t_default in rates:
         report.add(
             Result(
                 1,
@@ -172,13 +187,6 @@ def run_row1(report: Report, plan: Any) -> None:
                 f"({fmt(100 * default_flops / t_default / 1e9 / peak)}% of peak, pads to 256)",
             )
         )
-        lines.append(
-            f"{label} ~{tokens / n:.0f} tokens: FLOPs cut {default_flops / executed:.2f}x by padding "
-            f"to each batch's longest text, ratio {ratio:.2f}x"
-        )
-        if label == "short":
-            short = {"texts": texts, "ratio": ratio, "t_fast": t_fast, "t_default": t_default}
-            short.update(executed=executed, default_flops=default_flops, mean=round(tokens / n))
     if short["ratio"] < 10:
         _explain_row1(
             report,
