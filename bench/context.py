@@ -160,6 +160,21 @@ class Bench:
         """The Chroma name of a flux-chroma collection of the bench tenant."""
         return f"{TENANT}__{name}"
 
+    def ingest_input(
+        self, collection: str, size: int, options: dict[str, Any], count: bool = False
+    ) -> dict[str, Any]:
+        """The input of ``bench.flows.corpus_ingest_wf``: the first ``size`` corpus chunks into
+        ``collection`` of the bench tenant, in batches of :attr:`batch`, with task ``options``."""
+        return {
+            "tenant": TENANT,
+            "collection": collection,
+            "corpus": str(self.corpus),
+            "stop": size,
+            "batch": self.batch,
+            "options": options,
+            "count": count,
+        }
+
     def drop(self, *names: str) -> None:
         """Delete Chroma collections by their physical names (missing ones are ignored)."""
         for name in names:

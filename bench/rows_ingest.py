@@ -13,20 +13,6 @@ from bench.timing import cumulative, median, profile, run_timed, top_own_time
 __all__ = ["run_row2", "run_row3", "run_row4"]
 
 
-def _ingest_input(
-    b: Bench, collection: str, size: int, options: dict[str, Any], count: bool = False
-) -> dict[str, Any]:
-    return {
-        "tenant": TENANT,
-        "collection": collection,
-        "corpus": str(b.corpus),
-        "stop": size,
-        "batch": b.batch,
-        "options": options,
-        "count": count,
-    }
-
-
 def _raw_upserts(b: Bench, name: str, size: int) -> float:
     """The baseline: a hand-written loop of HttpClient upserts with precomputed vectors."""
     docs = load_docs(str(b.corpus), 0, size)
@@ -52,7 +38,7 @@ def run_row2(b: Bench) -> None:
 
     options = {"cache": True, "cache_dir": str(b.warm_dir)}
     b.warm(min(b.plan.sizes))
-    run_timed(corpus_ingest_wf, _ingest_input(b, "r2-warmup", min(10, min(b.plan.sizes)), options))
+    run_timed(corpus_ingest_wf, b.ingest_input("r2-warmup", min(10, min(b.plan.sizes)), options))
     _raw_upserts(b, "raw-r2-warmup", min(10, min(b.plan.sizes)))  # first-use costs on both sides
     b.drop(b.physical("r2-warmup"), "raw-r2-warmup")
     worst: tuple[float, int] | None = None
@@ -68,7 +54,7 @@ def run_row2(b: Bench) -> None:
                 if side == "raw":
                     got["raw"] = _raw_upserts(b, f"raw-{name}", size)
                 else:
-                    timed = run_timed(corpus_ingest_wf, _ingest_input(b, name, size, options))
+                    timed = run_timed(corpus_ingest_wf, b.ingest_input(name, size, options))
                     out = timed.ctx.output
                     if out["cache_hits"] != size or out["embedded"] != 0 or out["upserted"] != size:
                         raise RuntimeError(
@@ -139,7 +125,7 @@ def _profile_row2(b: Bench, size: int) -> None:
     name = f"r2-profile-{size}"
     raw_stats = profile(lambda: _raw_upserts(b, f"raw-{name}", size))
     start = time.perf_counter()
-    stats = profile(lambda: run_timed(corpus_ingest_wf, _ingest_input(b, name, size, options)))
+    stats = profile(lambda: run_timed(corpus_ingest_wf, b.ingest_input(name, size, options)))
     total = time.perf_counter() - start
     b.drop(b.physical(name), f"raw-{name}")
     per = 1000.0 / size
@@ -383,8 +369,8 @@ def run_row4(b: Bench) -> None:
     for size in b.plan.sizes:
         # A cold cache; the largest size's cache then serves row 2 as the warm cache.
         cache_dir = b.warm_dir if size == top else b.ws.work / f"cache-r4-{size}"
-        inp = _ingest_input(
-            b, f"r4-{size}", size, {"cache": True, "cache_dir": str(cache_dir)}, count=True
+        inp = b.ingest_input(
+            f"r4-{size}", size, {"cache": True, "cache_dir": str(cache_dir)}, count=True
         )
         first = _fresh_ingest(inp)
         again = _fresh_ingest(inp)

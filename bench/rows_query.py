@@ -8,23 +8,22 @@ from typing import Any
 from bench.context import TENANT, Bench
 from bench.corpus import load_docs
 from bench.report import Result, fmt
-from bench.rows_ingest import _ingest_input
 from bench.timing import median, percentile, run_timed
 
-__all__ = ["run_row5"]
+__all__ = ["run_row5", "populate", "sample_questions", "QuerySides"]
 
 _K = 5
 _WARMUP = 3
 
 
-def _questions(b: Bench, size: int, count: int) -> list[str]:
+def sample_questions(b: Bench, size: int, count: int) -> list[str]:
     """Deterministic questions: the first 10 words of chunks spread over the corpus."""
     docs = load_docs(str(b.corpus), 0, size)
     step = max(1, len(docs) // count)
     return [" ".join(docs[(i * step) % len(docs)]["text"].split()[:10]) for i in range(count)]
 
 
-def _populate(b: Bench, size: int) -> str:
+def populate(b: Bench, size: int) -> str:
     """A collection holding the first ``size`` chunks (row 4's, or ingested from the warm cache)."""
     from bench.flows import corpus_ingest_wf
 
@@ -33,13 +32,13 @@ def _populate(b: Bench, size: int) -> str:
         name = f"r5-{size}"
         run_timed(
             corpus_ingest_wf,
-            _ingest_input(b, name, size, {"cache": True, "cache_dir": str(b.warm_dir)}),
+            b.ingest_input(name, size, {"cache": True, "cache_dir": str(b.warm_dir)}),
         )
         b.populated[size] = name
     return b.populated[size]
 
 
-class _Sides:
+class QuerySides:
     """The three ways one question is asked, each returning (seconds, checkpoint seconds)."""
 
     def __init__(self, b: Bench, ef: Any, name: str) -> None:
@@ -71,8 +70,8 @@ class _Sides:
 
 
 def _row5_size(b: Bench, ef: Any, size: int) -> None:
-    sides = _Sides(b, ef, _populate(b, size))
-    questions = _questions(b, size, b.plan.queries + _WARMUP)
+    sides = QuerySides(b, ef, populate(b, size))
+    questions = sample_questions(b, size, b.plan.queries + _WARMUP)
     for q in questions[:_WARMUP]:
         sides.raw(q), sides.flux(q), sides.noop(q)
     t_raw, t_flux, t_ckpt, t_noop, t_noop_ckpt, added = [], [], [], [], [], []

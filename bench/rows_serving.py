@@ -16,7 +16,7 @@ from pathlib import Path
 from bench.context import TENANT, Bench
 from bench.flux_stack import FluxStack
 from bench.report import Result, fmt, judge
-from bench.rows_query import _populate, _questions, _Sides
+from bench.rows_query import QuerySides, populate, sample_questions
 from bench.timing import median, percentile
 
 __all__ = ["run_row8", "SERVING_COMMAND"]
@@ -45,15 +45,15 @@ def _time_call(stack: FluxStack, name: str, payload: dict[str, object]) -> float
 def run_row8(b: Bench) -> None:
     """Row 8: p50/p95 of query serving through Flux, per workflow and runner."""
     size = min(b.plan.sizes)
-    name = _populate(b, size)
+    name = populate(b, size)
     calls = b.plan.serve_calls
-    questions = _questions(b, size, calls + _WARMUP)
+    questions = sample_questions(b, size, calls + _WARMUP)
     names = [f"{side}{suffix}" for side, _ in _SIDES for suffix in ("", "_inprocess")]
     times: dict[str, list[float]] = {n: [] for n in names}
     raw_times: list[float] = []
     from flux_chroma.embedding import FastDefaultEmbedding
 
-    raw = _Sides(b, FastDefaultEmbedding(), name)
+    raw = QuerySides(b, FastDefaultEmbedding(), name)
     with FluxStack(b.ws.work / "serving", chroma_url=b.url) as stack:
         for module in ("bare.py", "chroma.py"):
             stack.register(_HERE / module)
