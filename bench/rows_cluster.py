@@ -218,7 +218,7 @@ def _report(
             "`call` task's start (the child execution is created) to its `await_unit` task's "
             "completion (the parent holds the receipts), minus the `seconds` of the unit's batches. "
             "It includes the server's placement, the worker's claim, and the parent's polling of the "
-            "child (once a second). Beside it, the same job inline (`run_ingest`, units in one "
+            "child (a cheap status call, first after 50 ms, then at intervals growing 1.25x to 1 s). Beside it, the same job inline (`run_ingest`, units in one "
             "process): wall time x parallel / units."
         ),
     )

@@ -186,6 +186,62 @@ def test_sigkill_of_the_parents_worker_then_resubmit_resumes(registered: Fleet, 
     assert second["output"]["skipped"] >= len(stored)
 
 
+def _await_from_here(fleet: Fleet, child: dict[str, Any], unit_timeout: float) -> dict[str, Any]:
+    """The parent's wait for a unit (``_await_unit``), run in this process against the fleet."""
+    from flux.config import Configuration
+
+    from flux_chroma.ingest.dispatch import _await_unit
+
+    Configuration.get().override(workers={"server_url": fleet.url})
+    try:
+        return asyncio.run(
+            _await_unit(child["execution_id"], int(child["input"]["unit"]["unit"]), 1, unit_timeout)
+        )
+    finally:
+        Configuration.get().reset()
+
+
+def test_await_unit_returns_a_childs_receipts_and_gives_up_a_stalled_one(
+    registered: Fleet, tmp_path: Path, tenant: str
+) -> None:
+    fleet = registered
+    write_docs(tmp_path / "docs", [f"d{i:03d}" for i in range(60)], words=120)
+    job = {
+        **_job(tenant, tmp_path / "docs", fleet.chroma_url, batch_size=20),
+        "embedding_function": SLOW,
+    }
+    parent = fleet.submit("flux-chroma/ingest_job", job)
+
+    def two_running() -> list[dict[str, Any]] | None:  # units with >= 2 batches still to write
+        running = []
+        for child in fleet.children(tenant):
+            if child["state"] == "RUNNING":
+                detail = fleet.execution(child["execution_id"], detailed=True)
+                done = sum(1 for e in detail["events"] if e["type"] == "TASK_COMPLETED")
+                if done <= len(detail["input"]["unit"]["batches"]) - 2:
+                    running.append(detail)
+        return running[:2] if len(running) >= 2 else None
+
+    stalled, watched = _wait("two units running", two_running)
+    # A unit_timeout shorter than one batch (each embedding call sleeps 0.4 s, no event
+    # meanwhile): the stall clock, which only trusts the event log, gives the child up.
+    given_up = _await_from_here(fleet, stalled, 0.05)
+    assert given_up["state"] == "STALLED" and given_up["execution_id"] == stalled["execution_id"]
+    assert _wait(
+        "the stalled child cancelled",
+        lambda: fleet.execution(stalled["execution_id"])["state"] in ("CANCELLING", "CANCELLED"),
+    )
+    # Polled while it runs, to its end: the receipts the child returned (cheap status calls
+    # carry the output).
+    done = _await_from_here(fleet, watched, 120.0)
+    final = fleet.execution(watched["execution_id"], detailed=True)
+    assert done["state"] == "COMPLETED" and final["state"] == "COMPLETED"
+    assert done["output"] == final["output"] and len(done["output"]["receipts"]) == len(
+        watched["input"]["unit"]["batches"]
+    )
+    assert fleet.wait_terminal(parent, HANG_GUARD)["state"] == "FAILED"  # one of its units was cancelled
+
+
 def test_worker_without_server_url_fails_readably(registered: Fleet, tmp_path: Path, tenant: str) -> None:
     fleet = registered
     for name in fleet.online():

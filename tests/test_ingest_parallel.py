@@ -7,6 +7,7 @@ The embedding function here is a stand-in remote API with a fixed latency per ca
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -121,3 +122,28 @@ def test_cli_parallel_option(url: str, tenant: str, tmp_path: Path) -> None:
     assert good.returncode == 0, good.stderr
     report = json.loads(good.stdout)
     assert report["failed"] == 0 and report["added"] == report["chunks"] > 2
+
+
+def test_stall_clock_trusts_only_the_event_log_and_polls_at_growing_intervals() -> None:
+    """The parent's wait for a child (cluster): what counts as progress, when a stall is declared.
+
+    Times are given explicitly (the clock's ``now``), so nothing here depends on the machine.
+    """
+    from flux_chroma.ingest.dispatch import POLL_FIRST, POLL_MAX, _poll_delays, _StallClock
+
+    running = {"state": "RUNNING", "current_worker": "w1"}
+    clock = _StallClock(unit_timeout=10.0, now=0.0)
+    assert not clock.saw(running, False, 1.0)  # first sight: progress
+    assert not clock.wants_detail(2.0) and clock.wants_detail(2.5)  # events read every timeout/4
+    assert not clock.saw({**running, "events": [1, 2]}, True, 2.5)  # first event count: progress
+    assert not clock.saw(running, False, 12.0)  # silence, but a cheap status never declares a stall
+    assert clock.wants_detail(12.6)
+    assert not clock.saw({**running, "events": [1, 2, 3]}, True, 12.6)  # a new event: progress
+    assert not clock.saw({**running, "events": [1, 2, 3]}, True, 22.0)  # 9.4 s: not yet
+    assert clock.saw({**running, "events": [1, 2, 3]}, True, 22.7)  # 10.1 s without an event
+    moved = _StallClock(unit_timeout=10.0, now=0.0)
+    moved.saw({**running, "events": [1]}, True, 0.0)
+    assert not moved.saw({"state": "RUNNING", "current_worker": "w2", "events": [1]}, True, 11.0)  # new worker
+    delays = list(itertools.islice(_poll_delays(), 40))
+    assert delays[0] == POLL_FIRST and delays[-1] == POLL_MAX
+    assert all(a <= b <= POLL_MAX for a, b in itertools.pairwise(delays))

@@ -8,8 +8,10 @@ server, at most ``parallel`` at a time; the server places them on any worker. Pe
    (the child's execution id) is a checkpoint of the parent. A parent that is resumed
    (Flux re-dispatches an execution whose worker died) replays it and waits for the SAME
    child instead of starting a twin.
-2. ``await_unit(child id, ...)``: a task polling the child until it ends; its output (the
-   unit's batch receipts) is the unit's replay checkpoint.
+2. ``await_unit(child id, ...)``: a task polling the child until it ends (a cheap status
+   call at intervals growing from 50 ms to 1 s; the child's event log only as often as the
+   stall clock below needs it); its output (the unit's batch receipts) is the unit's replay
+   checkpoint.
 
 What Flux 0.87 does when a worker dies (flux/server.py, ``_reclaim_orphaned_executions``):
 the worker's executions are unclaimed and dispatched again once it has been silent for
@@ -28,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from flux import task
@@ -50,7 +53,13 @@ UNIT_WORKFLOW = "flux-chroma/ingest_unit"
 DEFAULT_UNIT_TIMEOUT = 600.0
 """Seconds a unit may show no progress before it is cancelled and dispatched again."""
 MAX_ATTEMPTS = 3
-POLL_SECONDS = 1.0
+POLL_FIRST = 0.05
+"""Seconds before the first poll of a child; each next wait is ``POLL_GROWTH`` times longer..."""
+POLL_GROWTH = 1.25
+POLL_MAX = 1.0
+"""...up to this."""
+DETAIL_SECONDS = 15.0
+"""At most this long between two reads of a child's event log (the stall clock's evidence)."""
 _TERMINAL = {"COMPLETED", "FAILED", "CANCELLED"}
 _REGISTER_HINT = (
     "Register flux-chroma's ingestion workflows with the Flux server: flux workflow register "
@@ -119,12 +128,67 @@ def error_from_output(output: Any, context: str) -> FluxChromaError:
     return err
 
 
-def _progress_key(execution: dict[str, Any]) -> tuple[Any, ...]:
-    return (execution.get("state"), execution.get("current_worker"), len(execution.get("events") or ()))
+class _StallClock:
+    """What the parent has seen of one child, and since when nothing changed.
+
+    Progress is a new state, a new worker, or a new event in the child's log. A cheap
+    (non-detailed) status answers state and worker; the event count needs the detailed
+    answer (all events), so it is asked for at most every ``detail_every`` seconds, and
+    always before a stall is declared.
+    """
+
+    def __init__(self, unit_timeout: float, now: float) -> None:
+        self.unit_timeout = unit_timeout
+        self.detail_every = min(unit_timeout / 4, DETAIL_SECONDS)
+        self.last_change = now
+        self.last_detail = now
+        self.status: tuple[Any, ...] | None = None
+        self.events: int | None = None
+
+    def wants_detail(self, now: float) -> bool:
+        """Whether the next poll must count the child's events."""
+        return now - self.last_detail >= self.detail_every or now - self.last_change > self.unit_timeout
+
+    def saw(self, execution: dict[str, Any], detailed: bool, now: float) -> bool:
+        """Record one poll's answer; ``True`` when the child has stalled (no progress for
+        ``unit_timeout`` seconds, confirmed by its event count)."""
+        status = (execution.get("state"), execution.get("current_worker"))
+        changed = status != self.status
+        self.status = status
+        if detailed:
+            self.last_detail = now
+            events = len(execution.get("events") or ())
+            changed = changed or events != self.events
+            self.events = events
+        if changed:
+            self.last_change = now
+            return False
+        return detailed and now - self.last_change > self.unit_timeout
+
+
+def _poll_delays() -> Iterator[float]:
+    """Seconds between two polls of a child: from ``POLL_FIRST`` growing to ``POLL_MAX``.
+
+    A short unit is noticed soon after it ends; a long one costs one cheap status call a
+    second.
+    """
+    delay = POLL_FIRST
+    while True:
+        yield delay
+        delay = min(POLL_MAX, delay * POLL_GROWTH)
+
+
+async def _poll(client: Any, execution_id: str, detailed: bool) -> dict[str, Any]:
+    """One look at the child (``detailed``: with all its events)."""
+    execution: dict[str, Any] = await client.get_execution(execution_id, detailed=detailed)
+    return execution
 
 
 async def _await_unit(execution_id: str, unit: int, attempt: int, unit_timeout: float) -> dict[str, Any]:
     """Wait for one unit's child execution; cancel it when it stalls.
+
+    Polls the child's status (cheap: no events) at growing intervals (:func:`_poll_delays`),
+    and its event log only as often as the stall clock needs it (:class:`_StallClock`).
 
     Args:
         execution_id: The child execution.
@@ -141,10 +205,11 @@ async def _await_unit(execution_id: str, unit: int, attempt: int, unit_timeout: 
     from flux_chroma.ingest.batch import send_progress
 
     async with await _client() as client:
-        last_key: tuple[Any, ...] | None = None
-        last_change = time.monotonic()
+        clock = _StallClock(unit_timeout, time.monotonic())
+        delays = _poll_delays()
+        detailed = False
         while True:
-            execution = await client.get_execution(execution_id, detailed=True)
+            execution = await _poll(client, execution_id, detailed)
             state = str(execution.get("state"))
             if state == "COMPLETED":
                 output = execution.get("output") or {}
@@ -156,14 +221,12 @@ async def _await_unit(execution_id: str, unit: int, attempt: int, unit_timeout: 
                     execution.get("output"),
                     f"unit {unit} (execution {execution_id} on worker {execution.get('current_worker') or '?'}) ended {state}",
                 )
-            key = _progress_key(execution)
-            if key != last_key:
-                last_key, last_change = key, time.monotonic()
-            elif time.monotonic() - last_change > unit_timeout:
+            if clock.saw(execution, detailed, time.monotonic()):
                 with contextlib.suppress(Exception):  # best effort: the child may be gone or finishing
                     await client.cancel_execution(UNIT_WORKFLOW, execution_id)
                 return {"state": "STALLED", "execution_id": execution_id, "worker": execution.get("current_worker"), "attempt": attempt}
-            await asyncio.sleep(POLL_SECONDS)
+            await asyncio.sleep(next(delays))
+            detailed = clock.wants_detail(time.monotonic())
 
 
 check_dispatch: Any = task.with_options(name="check_dispatch")(_check_dispatch)
