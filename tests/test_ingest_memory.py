@@ -12,7 +12,9 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-from flux_chroma.ingest import IngestJob, build_plan
+import toy_embeddings  # noqa: F401 - registers the "toy" embedding function with chromadb
+
+from flux_chroma.ingest import IngestJob, build_plan, run_ingest
 from flux_chroma.ingest.plan import live_chunks
 
 TEXT = "a paragraph of about two hundred characters that stands in for a real chunk of a document, " * 2
@@ -61,3 +63,58 @@ def test_duplicate_policy_still_finds_every_collision(tmp_path: Path) -> None:
     plan = build_plan(job)
     assert plan["duplicate_count"] == 2 and [d["id"] for d in plan["duplicates"]] == ["r7", "r9"]
     assert plan["docs"] == 50 and plan["chunks"] == 50
+
+
+def _flux_statements(job: dict[str, Any]) -> tuple[int, int]:
+    """Run ``job`` inline; return (most parameters in one statement, distinct statement texts).
+
+    Every statement sent through SQLAlchemy in this process during the job is recorded (the
+    only SQL database here is Flux's state; Chroma is a server in another process).
+    """
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    seen: dict[str, int] = {}
+
+    def record(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
+        seen[statement] = max(seen.get(statement, 0), len(parameters) if not executemany else 0)
+
+    event.listen(Engine, "before_cursor_execute", record)
+    try:
+        ctx = run_ingest(job)
+    finally:
+        event.remove(Engine, "before_cursor_execute", record)
+    assert ctx.has_succeeded, ctx.output
+    return max(seen.values()), len(seen)
+
+
+def test_checkpoints_do_not_prepare_sql_in_proportion_to_batches(tmp_path: Path, tenant: str, url: str) -> None:
+    """Each inline checkpoint hands Flux the new events only (``flux_chroma.ingest.checkpoints``).
+
+    Flux's own inline checkpoint sends the whole event log, and Flux asks SQLite which events
+    it already holds with ``event_id IN (?, ...)`` over ALL of them: a new, longer statement at
+    every checkpoint. Python's sqlite3 keeps the last 128 distinct statements prepared, at about
+    135 bytes of native memory per parameter: a job grew by ~100 KB per batch, unseen by
+    tracemalloc. Counted here as SQL, not RSS: the largest statement and the number of distinct
+    statements of a 60-batch job must be about those of a 10-batch job (a checkpoint that
+    carries a few events more, e.g. the last one, may add a statement or 8 parameters per event);
+    with whole-log checkpoints they grow by 2 per batch.
+    """
+
+    def job(records: int) -> dict[str, Any]:
+        path = tmp_path / f"corpus-{records}.jsonl"
+        path.write_text("".join(json.dumps({"id": f"r{i}", "text": f"{i} {TEXT}"}) + "\n" for i in range(records)))
+        return {
+            "tenant": tenant,
+            "collection": f"notes{records}",
+            "sources": [{"kind": "jsonl", "path": str(path), "id": "corpus"}],
+            "batch_size": 2,
+            "embedding_function": {"name": "toy", "config": {"dim": 8}},
+            "options": {"url": url, "cache": False},
+        }
+
+    _flux_statements(job(4))  # first-use statements (schema checks, registration) are not the job's
+    small_params, small_distinct = _flux_statements(job(20))
+    large_params, large_distinct = _flux_statements(job(120))
+    assert large_params <= small_params + 16, f"largest statement: {small_params} -> {large_params} parameters"
+    assert large_distinct <= small_distinct + 4, f"distinct statements: {small_distinct} -> {large_distinct}"

@@ -34,6 +34,7 @@ from flux import ExecutionContext
 from flux.domain.events import ExecutionEventType
 
 from flux_chroma.errors import ConfigurationError
+from flux_chroma.ingest.checkpoints import DeltaCheckpoint
 from flux_chroma.ingest.spec import digest_of
 
 __all__ = ["execution_base", "execution_id", "latest_run", "run_durable", "JobBusyError", "Progress", "committed_work"]
@@ -131,7 +132,7 @@ def _stored(value: Any) -> dict[str, Any]:
 def _run(
     wf: Any, ctx: ExecutionContext[Any], on_progress: Progress | None, resumed_from: str | None = None
 ) -> ExecutionContext[Any]:
-    ctx.set_checkpoint(wf._save)
+    ctx.set_checkpoint(DeltaCheckpoint(ctx))  # ctx is stored as it is now (just saved or loaded)
     if on_progress is not None:
         on_progress({"phase": "execution", "execution_id": ctx.execution_id, "resumed_from": resumed_from,
                      **committed_work(list(ctx.events))})
