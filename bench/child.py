@@ -21,6 +21,8 @@ import resource
 import sqlite3
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +97,8 @@ def ingest_job(params: dict[str, Any]) -> dict[str, Any]:
             memory["batches_hwm_mib"] = _status_mib("VmHWM")
 
     start = time.perf_counter()
-    ctx = run_ingest(job, on_progress=on_progress)
+    with _flux_sql(memory):
+        ctx = run_ingest(job, on_progress=on_progress)
     seconds = time.perf_counter() - start
     if not ctx.has_succeeded:
         raise SystemExit(f"ingestion job failed: {ctx.output!r}")
@@ -122,6 +125,32 @@ def ingest_job(params: dict[str, Any]) -> dict[str, Any]:
             )
         },
     }
+
+
+@contextmanager
+def _flux_sql(memory: dict[str, Any]) -> Iterator[None]:
+    """Record the SQL this process sends during the job (Flux's state is its only SQL database).
+
+    Sets ``flux_sql_max_params`` (most parameters bound in one statement) and
+    ``flux_sql_statements`` (distinct statement texts): Python's sqlite3 keeps the last 128
+    distinct statements of a connection prepared, so these bound the memory SQLite holds
+    (row 6's explanation; ``python -m bench.sqlite_in_cost`` prices a parameter).
+    """
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    seen: dict[str, int] = {}
+
+    def record(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
+        seen[statement] = max(seen.get(statement, 0), 0 if executemany else len(parameters or ()))
+
+    event.listen(Engine, "before_cursor_execute", record)
+    try:
+        yield
+    finally:
+        event.remove(Engine, "before_cursor_execute", record)
+        memory["flux_sql_max_params"] = max(seen.values(), default=0)
+        memory["flux_sql_statements"] = len(seen)
 
 
 def scale(params: dict[str, Any]) -> dict[str, Any]:
