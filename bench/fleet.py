@@ -46,6 +46,8 @@ class Fleet:
             ``sys.path`` and imports ``module`` first (a ``sitecustomize``), e.g. to register
             the embedding functions the jobs name.
         worker_env: Extra environment variables of the workers.
+        liveness: The Flux server's worker liveness settings (default :data:`LIVENESS`: a
+            dead worker's executions are reclaimed after ~12 s).
     """
 
     def __init__(
@@ -54,11 +56,13 @@ class Fleet:
         chroma_url: str,
         preload: tuple[Path, str] | None = None,
         worker_env: dict[str, str] | None = None,
+        liveness: dict[str, str] | None = None,
     ) -> None:
         self.stack = Stack(workdir)
         self.workdir = workdir
         self.chroma_url = chroma_url
         self.worker_env = dict(worker_env or {})
+        self.liveness = dict(LIVENESS if liveness is None else liveness)
         self.url = ""
         self.token = ""
         self.server_env: dict[str, str] = {}
@@ -82,19 +86,9 @@ class Fleet:
             FLUX_DATABASE_TYPE="postgresql",
             FLUX_DISPATCH__MODE="event",
             FLUX_SECURITY__AUTH__ALLOW_ANONYMOUS="true",
-            **LIVENESS,
+            **self.liveness,
         )
-        self.stack.start(
-            "flux-server",
-            [tool("flux"), "start", "server", "--host", "127.0.0.1", "--port", str(port)],
-            self.server_env,
-        )
-        wait_for(
-            "the Flux server",
-            lambda: httpx.get(f"{self.url}/health", timeout=2).json().get("status") == "healthy",
-            self.stack,
-            "flux-server",
-        )
+        self._start_server()
         self.token = wait_for(
             "the bootstrap token",
             lambda: flux(["server", "bootstrap-token"], self.server_env, 30).strip(),
@@ -107,6 +101,30 @@ class Fleet:
         if register:
             self.register()
         return self
+
+    def _start_server(self) -> None:
+        port = self.url.rsplit(":", 1)[1]
+        argv = [tool("flux"), "start", "server", "--host", "127.0.0.1", "--port", port]
+        self.stack.start("flux-server", argv, self.server_env)
+        wait_for(
+            "the Flux server",
+            lambda: httpx.get(f"{self.url}/health", timeout=2).json().get("status") == "healthy",
+            self.stack,
+            "flux-server",
+        )
+
+    def stop_server(self, sig: int = signal.SIGTERM) -> None:
+        """Stop the Flux server (``sig`` to its process group; PostgreSQL and workers stay up)."""
+        for entry in list(self.stack.procs):
+            name, proc, _ = entry
+            if name == "flux-server" and proc.poll() is None:
+                os.killpg(proc.pid, sig)
+                proc.wait(timeout=30)
+                self.stack.procs.remove(entry)
+
+    def start_server(self) -> None:
+        """Start the Flux server again on the same port and database (after :meth:`stop_server`)."""
+        self._start_server()
 
     def register(self) -> None:
         """Register ``flux_chroma/ingest/workflow.py`` (ingest_job, ingest_unit, ...) with the server."""

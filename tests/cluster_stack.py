@@ -19,6 +19,18 @@ from bench.fleet import Fleet as _Fleet
 class Fleet(_Fleet):
     """PostgreSQL + Flux server + workers that log what they embed to ``embed_log``."""
 
-    def __init__(self, workdir: Path, chroma_url: str, embed_log: Path) -> None:
-        super().__init__(workdir, chroma_url, preload=(ROOT / "tests", "ingest_workflows"), worker_env={"FC_EMBED_LOG": str(embed_log)})
+    def __init__(
+        self,
+        workdir: Path,
+        chroma_url: str,
+        embed_log: Path,
+        liveness: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(
+            workdir,
+            chroma_url,
+            preload=(ROOT / "tests", "ingest_workflows"),
+            worker_env={"FC_EMBED_LOG": str(embed_log)},
+            liveness=liveness,
+        )
         self.embed_log = embed_log
