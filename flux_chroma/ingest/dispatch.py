@@ -23,6 +23,10 @@ new deterministic task id in the parent. Two copies of one unit can overlap (a c
 child still finishing its batch, or a reclaimed one); they write the same planned content
 (every batch is re-read and checked against its planned digest, and upserts are keyed by
 content hash), so the overlap is harmless.
+
+When the Flux server itself restarts, the workers reconnect and the children keep running;
+the job's own calls to the server (starting a unit, polling it) are retried for up to
+``unit_timeout`` seconds (:mod:`flux_chroma.ingest.outage`).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from flux import task
 
 import flux_chroma.errors as fc_errors
 from flux_chroma.errors import ConfigurationError, FluxChromaError
+from flux_chroma.ingest.outage import get_execution, start_child
 from flux_chroma.ingest.units import bounded_gather
 
 __all__ = [
@@ -178,10 +183,10 @@ def _poll_delays() -> Iterator[float]:
         delay = min(POLL_MAX, delay * POLL_GROWTH)
 
 
-async def _poll(client: Any, execution_id: str, detailed: bool) -> dict[str, Any]:
-    """One look at the child (``detailed``: with all its events)."""
-    execution: dict[str, Any] = await client.get_execution(execution_id, detailed=detailed)
-    return execution
+async def _poll(client: Any, execution_id: str, detailed: bool, unit_timeout: float) -> dict[str, Any]:
+    """One look at the child (``detailed``: with all its events), retried while the Flux
+    server is unreachable, for up to ``unit_timeout`` seconds (:mod:`~flux_chroma.ingest.outage`)."""
+    return await get_execution(client, execution_id, detailed, unit_timeout, _server_url())
 
 
 async def _await_unit(execution_id: str, unit: int, attempt: int, unit_timeout: float) -> dict[str, Any]:
@@ -209,7 +214,7 @@ async def _await_unit(execution_id: str, unit: int, attempt: int, unit_timeout: 
         delays = _poll_delays()
         detailed = False
         while True:
-            execution = await _poll(client, execution_id, detailed)
+            execution = await _poll(client, execution_id, detailed, unit_timeout)
             state = str(execution.get("state"))
             if state == "COMPLETED":
                 output = execution.get("output") or {}
@@ -237,11 +242,9 @@ await_unit: Any = task.with_options(name="await_unit")(_await_unit)
 
 
 async def _run_unit(payload: dict[str, Any], unit_timeout: float) -> list[dict[str, Any]]:
-    from flux.tasks.call import call
-
     stalls: list[str] = []
     for attempt in range(1, MAX_ATTEMPTS + 1):
-        child = await call(UNIT_WORKFLOW, {**payload, "attempt": attempt}, mode="async")
+        child = await start_child(UNIT_WORKFLOW, {**payload, "attempt": attempt}, unit_timeout, _server_url())
         result = await await_unit(str(child), int(payload["unit"]["unit"]), attempt, unit_timeout)
         if result["state"] == "COMPLETED":
             receipts: list[dict[str, Any]] = result["output"]["receipts"]

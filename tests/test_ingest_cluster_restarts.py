@@ -1,0 +1,298 @@
+"""A cluster job while its Flux server or its Chroma server restarts: real processes only.
+
+PostgreSQL, a Flux server and 3 workers (``cluster_stack.Fleet``, the fleet of
+``test_ingest_cluster.py``) write to a dedicated ``chroma run`` server
+(``fault_tools.OwnServer``) that a test may restart on the same port and data directory.
+The job (``flux-chroma/ingest_job``, ``parallel=3``) runs its units as
+``flux-chroma/ingest_unit`` child executions; the embedding function is the toy model with
+a log and a delay (``counting-toy``), so units are still running when the fault hits.
+
+* The Flux server SIGKILLed and started again (same port, same PostgreSQL) while units run:
+  the job completes, exact; nothing stored before the kill is embedded again.
+* The Flux server down for longer than the job's ``unit_timeout``: the job fails with an
+  error naming the server and saying to submit it again; the re-submitted job completes,
+  exact, and nothing stored before it is embedded again.
+* The Chroma server SIGKILLed and started again (same port, same data) while units write:
+  the job completes through the batch tasks' retries, exact, nothing committed embedded again.
+* The Chroma server down past those retries: the job fails with ``ChromaUnavailableError``
+  naming the server; after a restart the re-submitted job completes, exact, and embeds
+  exactly the chunks that were not stored.
+
+Before the fix in ``flux_chroma/ingest/outage.py``, the first scenario failed the whole job
+with "ExecutionError: ConnectError('All connection attempts failed')": the job's first poll
+of a unit after the server died raised out of the job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import fault_tools as ft
+import httpx
+import pytest
+from cluster_stack import Fleet
+from ingest_workflows import assert_stored_exactly, embedded_texts, write_docs
+
+from flux_chroma.ingest import IngestJob, build_plan, read_batch
+
+HANG_GUARD = 240.0  # seconds; only stops a broken test from hanging
+SLOW = {"name": "counting-toy", "config": {"delay": 0.4}}  # units still run when the fault hits
+# Flux's own defaults (heartbeat every 10 s, stale after 30 s, evicted 30 s later), not the
+# fleet's short ones: the outages here (< 30 s) never make the server reclaim a live worker's
+# executions, so what is tested is the job riding out (or giving up on) the server itself.
+FLUX_DEFAULT_LIVENESS = {
+    "FLUX_WORKERS__HEARTBEAT_INTERVAL": "10",
+    "FLUX_WORKERS__HEARTBEAT_TIMEOUT": "30",
+    "FLUX_WORKERS__EVICTION_GRACE_PERIOD": "30",
+}
+
+
+@pytest.fixture(scope="module")
+def chroma(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ft.OwnServer]:
+    """A Chroma server of this module's own, which its tests restart."""
+    server = ft.OwnServer(tmp_path_factory.mktemp("chroma"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def fleet(chroma: ft.OwnServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    work = tmp_path_factory.mktemp("fleet")
+    stack = Fleet(work, chroma.url, work / "embedded.jsonl", liveness=FLUX_DEFAULT_LIVENESS)
+    try:
+        yield stack.start(3)
+    finally:
+        stack.stop()
+
+
+def _job(tenant: str, root: Path, url: str, unit_timeout: float, **options: Any) -> dict[str, Any]:
+    write_docs(root, [f"d{i:03d}" for i in range(30)], words=120)
+    return {
+        "tenant": tenant,
+        "collection": "notes",
+        "sources": [{"kind": "files", "path": str(root), "id": "notes"}],
+        "chunking": {"size": 120, "overlap": 20},
+        "embedding_function": SLOW,
+        "cleanup": "full",
+        "parallel": 3,
+        "batch_size": 20,
+        "options": {"url": url, "unit_timeout": unit_timeout, **options},
+    }
+
+
+def _expected(job: dict[str, Any]) -> dict[str, Any]:
+    spec = IngestJob.from_dict(job)
+    return {c.id: c for ref in build_plan(spec)["batches"] for c in read_batch(spec, ref)}
+
+
+def _stored_texts(chroma: ft.OwnServer, tenant: str) -> set[str]:
+    got = chroma.client().get_collection(f"{tenant}__notes").get(include=["documents"])
+    return set(got["documents"])
+
+
+def _wait(what: str, probe: Any, guard: float = HANG_GUARD) -> Any:
+    deadline = time.monotonic() + guard
+    while time.monotonic() < deadline:
+        value = probe()
+        if value:
+            return value
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _mid_job(fleet: Fleet, tenant: str) -> None:
+    """Wait until one unit of the tenant's job has committed and another is running."""
+
+    def probe() -> bool:
+        return {"COMPLETED", "RUNNING"} <= {c["state"] for c in fleet.children(tenant)}
+
+    _wait("a committed unit and a running one", probe)
+
+
+def _units(fleet: Fleet, tenant: str) -> list[tuple[int, int, str, str]]:
+    """``(unit, attempt, state, worker)`` of every child execution of the tenant's jobs."""
+    out = []
+    for child in fleet.children(tenant):
+        data = fleet.execution(child["execution_id"])["input"]
+        out.append((data["unit"]["unit"], data["attempt"], child["state"], child["current_worker"]))
+    return sorted(out)
+
+
+def _texts_since(fleet: Fleet, mark: int) -> list[str]:
+    return [text for _, text in embedded_texts(fleet.embed_log)[mark:]]
+
+
+def _assert_completed_exactly(
+    execution: dict[str, Any], chroma: ft.OwnServer, tenant: str, job: dict[str, Any]
+) -> dict[str, Any]:
+    assert execution["state"] == "COMPLETED", json.dumps(execution.get("output"))[:2000]
+    expected = _expected(job)
+    assert_stored_exactly(chroma.client(), f"{tenant}__notes", expected, "notes")
+    report = execution["output"]
+    assert (
+        report["failed"] == 0
+        and report["chunks"] == len(expected)
+        and report["verified"] == len(expected)
+    )
+    assert report["cleanup"] == {"mode": "full", "scanned": len(expected), "deleted": 0}
+    return expected
+
+
+def test_unreachable_flux_server_is_retried_for_unit_timeout_then_named(url: str) -> None:
+    """No fleet: a refused port is retried for ``patience`` seconds, then named; the next call
+    gives up at once; a server answering 404 (here: Chroma, not Flux) is not retried."""
+    from flux.client import FluxClient
+    from flux.errors import ExecutionError
+
+    from flux_chroma.errors import FluxChromaError
+    from flux_chroma.ingest import outage
+
+    with socket.socket() as sock:  # a loopback port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        refused = f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+    async def run() -> float:
+        async with FluxClient(refused) as client:
+            started = time.monotonic()
+            with pytest.raises(FluxChromaError, match="did not answer for more than 1 s") as caught:
+                await outage.get_execution(client, "e1", True, 1.0, refused)
+            waited = time.monotonic() - started
+            assert refused in str(caught.value) and "submit the job again" in str(caught.value)
+            assert refused in outage._given_up  # the next call tries once
+            with pytest.raises(FluxChromaError):
+                await outage.get_execution(client, "e1", True, 1.0, refused)
+        async with FluxClient(url) as client:
+            with pytest.raises(httpx.HTTPStatusError):  # an answer, not an outage: raised at once
+                await outage.get_execution(client, "e1", True, 60.0, url)
+        return waited
+
+    try:
+        assert asyncio.run(run()) >= 1.0  # it kept trying for the whole patience
+    finally:
+        outage._given_up.discard(refused)
+    # What a parent replaying a failed start of a unit sees (Flux's message, no __cause__).
+    replayed = ExecutionError(message=f"Could not connect to the Flux server at {refused}.")
+    assert outage.transient_cause(replayed) is replayed
+    assert outage.transient_cause(FluxChromaError("unit 3 ended FAILED: boom")) is None
+
+
+@pytest.mark.slow
+def test_flux_server_sigkilled_and_restarted_mid_job_completes_exactly(
+    fleet: Fleet, chroma: ft.OwnServer, tmp_path: Path, tenant: str
+) -> None:
+    # unit_timeout: far longer than the outage; it also bounds a unit the outage orphaned
+    # (see the next test)
+    job = _job(tenant, tmp_path / "docs", chroma.url, 30)
+    start = len(embedded_texts(fleet.embed_log))
+    parent = fleet.submit("flux-chroma/ingest_job", job)
+    _mid_job(fleet, tenant)
+    fleet.stop_server(signal.SIGKILL)
+    stored, mark = _stored_texts(chroma, tenant), len(embedded_texts(fleet.embed_log))
+    fleet.start_server()  # same port, same PostgreSQL database
+    execution = fleet.wait_terminal(parent, HANG_GUARD)
+    print(f"units (unit, attempt, state, worker): {_units(fleet, tenant)}")
+    expected = _assert_completed_exactly(execution, chroma, tenant, job)
+    assert stored and len(stored) < len(expected)  # the restart really was mid-job
+    texts = _texts_since(fleet, start)
+    print(f"embedded {len(texts)} texts for {len(expected)} chunks")
+    assert set(texts) == {c.text for c in expected.values()}
+    assert set(_texts_since(fleet, mark)) & stored == set()  # nothing committed was embedded again
+
+
+@pytest.mark.slow
+def test_flux_server_down_past_unit_timeout_fails_readably_and_resubmit_completes(
+    fleet: Fleet, chroma: ft.OwnServer, tmp_path: Path, tenant: str
+) -> None:
+    unit_timeout = 5
+    job = _job(tenant, tmp_path / "docs", chroma.url, unit_timeout)
+    first = fleet.submit("flux-chroma/ingest_job", job)
+    _mid_job(fleet, tenant)
+    fleet.stop_server(signal.SIGKILL)
+    # The injected outage: 3x unit_timeout, long past what the parent tolerates (it gives up
+    # about unit_timeout after its first failed call, polls being a second apart).
+    time.sleep(3 * unit_timeout)
+    fleet.start_server()
+    failed = fleet.wait_terminal(first, HANG_GUARD)
+    assert failed["state"] == "FAILED", failed.get("output")
+    message = json.dumps(failed["output"])
+    print(message)
+    assert (
+        f"the Flux server at {fleet.url} did not answer for more than {unit_timeout} s" in message
+    )
+    assert "submit the job again" in message and "None" not in message
+    # Re-submit at once, like an operator would, without waiting for the failed job's units:
+    # one of them may never end. A unit dispatched as the server died can be left RUNNING on
+    # a live worker that never got the answer to its claim (Flux 0.87 logs "Error handling
+    # execution_scheduled event: peer closed connection ..."); only a job's stall clock
+    # (unit_timeout) gets past it. The failed job's other units may still be writing.
+    stored, mark = _stored_texts(chroma, tenant), len(embedded_texts(fleet.embed_log))
+
+    second = fleet.wait_terminal(fleet.submit("flux-chroma/ingest_job", job), HANG_GUARD)
+    expected = _assert_completed_exactly(second, chroma, tenant, job)
+    assert stored and len(stored) < len(expected)  # the outage really was mid-job
+    again = set(_texts_since(fleet, mark))
+    assert again & stored == set()  # nothing committed before the re-submission was embedded again
+    assert second["output"]["skipped"] >= len(stored)
+
+
+@pytest.mark.slow
+def test_chroma_server_sigkilled_and_restarted_mid_job_completes_exactly(
+    fleet: Fleet, chroma: ft.OwnServer, tmp_path: Path, tenant: str
+) -> None:
+    job = _job(tenant, tmp_path / "docs", chroma.url, 60)
+    start = len(embedded_texts(fleet.embed_log))
+    parent = fleet.submit("flux-chroma/ingest_job", job)
+    _mid_job(fleet, tenant)
+    chroma.kill()
+    mark = len(embedded_texts(fleet.embed_log))
+    chroma.restart()  # same port, same data directory
+    stored = _stored_texts(chroma, tenant)
+    execution = fleet.wait_terminal(parent, HANG_GUARD)
+    print(f"units (unit, attempt, state, worker): {_units(fleet, tenant)}")
+    expected = _assert_completed_exactly(execution, chroma, tenant, job)
+    assert stored and len(stored) < len(expected)  # the restart really was mid-job
+    texts = _texts_since(fleet, start)
+    print(f"embedded {len(texts)} texts for {len(expected)} chunks")
+    assert set(texts) == {c.text for c in expected.values()}
+    assert set(_texts_since(fleet, mark)) & stored == set()  # nothing committed was embedded again
+
+
+@pytest.mark.slow
+def test_chroma_server_down_past_the_retry_budget_fails_readably_and_resubmit_completes(
+    fleet: Fleet, chroma: ft.OwnServer, tmp_path: Path, tenant: str
+) -> None:
+    job = _job(tenant, tmp_path / "docs", chroma.url, 60, retry_max_attempts=1, retry_delay=1)
+    first = fleet.submit("flux-chroma/ingest_job", job)
+    _mid_job(fleet, tenant)
+    chroma.kill()  # and it stays down until the job has failed
+    failed = fleet.wait_terminal(first, HANG_GUARD)
+    assert failed["state"] == "FAILED", failed.get("output")
+    print(json.dumps(failed["output"]))
+    assert failed["output"]["type"] == "ChromaUnavailableError"
+    message = failed["output"]["message"]
+    assert chroma.url in message and "Run the job again" in message and "None" not in message
+    _wait(
+        "the failed job's units to end",
+        lambda: all(
+            c["state"] in ("COMPLETED", "FAILED", "CANCELLED") for c in fleet.children(tenant)
+        ),
+    )
+    chroma.restart()  # same port, same data directory
+    stored, mark = _stored_texts(chroma, tenant), len(embedded_texts(fleet.embed_log))
+
+    second = fleet.wait_terminal(fleet.submit("flux-chroma/ingest_job", job), HANG_GUARD)
+    expected = _assert_completed_exactly(second, chroma, tenant, job)
+    assert stored and len(stored) < len(expected)  # the outage really was mid-job
+    again = set(_texts_since(fleet, mark))
+    assert again & stored == set()  # nothing committed before the re-submission was embedded again
+    assert again == {c.text for c in expected.values()} - stored
+    assert second["output"]["skipped"] == len(stored)
