@@ -178,7 +178,7 @@ def test_unreachable_flux_server_is_retried_for_unit_timeout_then_named(url: str
     try:
         assert asyncio.run(run()) >= 1.0  # it kept trying for the whole patience
     finally:
-        outage._given_up.discard(refused)
+        outage._given_up.pop(refused, None)
     # What a parent replaying a failed start of a unit sees (Flux's message, no __cause__).
     replayed = ExecutionError(message=f"Could not connect to the Flux server at {refused}.")
     assert outage.transient_cause(replayed) is replayed

@@ -32,7 +32,7 @@ FIRST_DELAY = 0.5
 MAX_DELAY = 5.0
 """...up to this."""
 _UNREACHABLE = "Could not connect to the Flux server"  # flux.tasks.call's message (survives replay)
-_given_up: set[str] = set()  # servers a call of this process gave up on (until one answers)
+_given_up: dict[str, float] = {}  # server URL -> when a call of this process last gave up on it
 
 
 def transient_cause(exc: BaseException) -> BaseException | None:
@@ -72,9 +72,11 @@ def _delays() -> Iterator[float]:
 async def _patiently[T](
     attempt: Callable[[], Awaitable[T]], patience: float, what: str, server_url: str
 ) -> T:
-    # After one call gave up on this server, the next ones try once: a parent with hundreds
-    # of units waiting to start must not wait ``patience`` again for each of them.
-    deadline = time.monotonic() + (0.0 if server_url in _given_up else patience)
+    # Within ``patience`` of a call giving up on this server, the next ones try once: a parent
+    # with hundreds of units waiting to start must not wait ``patience`` again for each.
+    gave_up = _given_up.get(server_url)
+    recently = gave_up is not None and time.monotonic() - gave_up < patience
+    deadline = time.monotonic() + (0.0 if recently else patience)
     delays = _delays()
     while True:
         try:
@@ -84,7 +86,7 @@ async def _patiently[T](
             if cause is None:
                 raise
             if time.monotonic() >= deadline:
-                _given_up.add(server_url)
+                _given_up[server_url] = time.monotonic()
                 raise FluxChromaError(
                     f"the Flux server at {server_url} did not answer for more than {patience:.0f} s "
                     f"(unit_timeout) while the job {what} ({type(cause).__name__}: {cause}). Start the Flux "
@@ -92,7 +94,7 @@ async def _patiently[T](
                     "again."
                 ) from None
         else:
-            _given_up.discard(server_url)
+            _given_up.pop(server_url, None)
             return result
         await asyncio.sleep(min(next(delays), max(0.0, deadline - time.monotonic())))
 
