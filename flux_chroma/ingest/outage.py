@@ -10,8 +10,13 @@ first one failed the whole job (``ConnectError('All connection attempts failed')
 :func:`get_execution` and :func:`start_child` retry such failures with capped backoff for
 up to ``patience`` seconds (the job's ``unit_timeout``), then raise a
 :class:`~flux_chroma.errors.FluxChromaError` that names the server and says to submit the
-job again (committed batches are skipped, not embedded again). Any other failure (a 404,
-a child that failed) is raised at once.
+job again (committed batches are skipped, not embedded again). Within ``patience`` of one
+call giving up, the job's other calls to that server try once. Any other failure (a 404, a
+child that failed) is raised at once.
+
+Not covered: with Flux authentication enabled, flux-core 0.87.5 authorizes every task call
+with the server first and fails closed (``TaskAuthorizationError``) when it cannot reach it,
+so tasks starting during the outage fail in the job and in its units (re-submit the job).
 """
 
 from __future__ import annotations
