@@ -14,9 +14,22 @@ from bench.corpus import build_corpus, load_docs, write_jsonl
 from bench.report import Report
 from bench.workspace import Workspace
 
-__all__ = ["Plan", "Bench", "TENANT"]
+__all__ = ["Plan", "Bench", "TENANT", "harness_embedder"]
 
 TENANT = "bench"
+
+
+def harness_embedder() -> Any:
+    """The default model for the harness's own embeddings (warming caches, raw-query sides).
+
+    Its thread count is fixed (all cores), so the harness never registers as one of the host's
+    embedding processes (``flux_chroma/embedding/threads.py``): a worker or child measured
+    right after the harness embedded gets the share it would get on its own.
+    """
+    from flux_chroma.embedding import FastDefaultEmbedding
+    from flux_chroma.embedding.threads import cpu_count
+
+    return FastDefaultEmbedding(threads=cpu_count())
 
 
 @dataclass(frozen=True)
@@ -189,12 +202,12 @@ class Bench:
         """Make sure :attr:`warm_dir` holds the vectors of the first ``size`` chunks."""
         if self._warm_upto >= size:
             return
-        from flux_chroma.embedding import CachingEmbedder, EmbeddingCache, FastDefaultEmbedding
+        from flux_chroma.embedding import CachingEmbedder, EmbeddingCache
 
         start = time.perf_counter()
         texts = [d["text"] for d in load_docs(str(self.corpus), 0, size)]
         with EmbeddingCache(self.warm_dir) as cache:
-            CachingEmbedder(FastDefaultEmbedding(), cache=cache).embed(texts)
+            CachingEmbedder(harness_embedder(), cache=cache).embed(texts)
         self.mark_warm(size)
         print(
             f"warmed the embedding cache with {size:,} chunks in {time.perf_counter() - start:.1f} s",
@@ -205,13 +218,13 @@ class Bench:
         """The first ``size`` corpus vectors (read from the warm cache once, then sliced)."""
         top = max(self.plan.sizes)
         if self._vectors is None:
-            from flux_chroma.embedding import CachingEmbedder, EmbeddingCache, FastDefaultEmbedding
+            from flux_chroma.embedding import CachingEmbedder, EmbeddingCache
 
             self.warm(top)
             texts = [d["text"] for d in load_docs(str(self.corpus))]
             with EmbeddingCache(self.warm_dir) as cache:
                 result = CachingEmbedder(
-                    FastDefaultEmbedding(), cache=cache, count_tokens=False
+                    harness_embedder(), cache=cache, count_tokens=False
                 ).embed(texts)
             if result.misses:
                 raise RuntimeError(f"warm cache missed {result.misses} vectors")

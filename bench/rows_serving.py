@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from bench.context import TENANT, Bench
+from bench.context import TENANT, Bench, harness_embedder
 from bench.flux_stack import FluxStack
 from bench.report import Result, fmt, judge
 from bench.rows_query import QuerySides, populate, sample_questions
@@ -51,9 +51,7 @@ def run_row8(b: Bench) -> None:
     names = [f"{side}{suffix}" for side, _ in _SIDES for suffix in ("", "_inprocess")]
     times: dict[str, list[float]] = {n: [] for n in names}
     raw_times: list[float] = []
-    from flux_chroma.embedding import FastDefaultEmbedding
-
-    raw = QuerySides(b, FastDefaultEmbedding(), name)
+    raw = QuerySides(b, harness_embedder(), name)
     with FluxStack(b.ws.work / "serving", chroma_url=b.url) as stack:
         for module in ("bare.py", "chroma.py"):
             stack.register(_HERE / module)

@@ -19,6 +19,7 @@ import pytest
 from flux_chroma import ConfigurationError
 from flux_chroma.embedding import FastDefaultEmbedding, onnx_session
 from flux_chroma.embedding.threads import (
+    BUSY_LEASE,
     EMBED_THREADS_ENV,
     IDLE_SECONDS,
     Budget,
@@ -127,3 +128,53 @@ def test_live_embedders_are_counted_across_processes(
     slots.release()
     assert slots.live() == 1
     assert Budget(slots).threads() == cpu_count()
+
+
+def test_busy_while_embedding_then_idle_from_the_end(tmp_path: Path) -> None:
+    # Two embeddings at once in this process: busy until the last one ends, then idle from then.
+    budget = Budget(HostSlots(tmp_path / "slots"))
+    slot = tmp_path / "slots" / f"slot-{os.getpid()}"
+    budget.threads()
+    budget.threads()
+    assert slot.stat().st_mtime > time.time() + BUSY_LEASE / 2
+    budget.done()
+    assert slot.stat().st_mtime > time.time() + BUSY_LEASE / 2  # one still runs
+    budget.done()
+    assert time.time() - 60 < slot.stat().st_mtime <= time.time()
+
+
+def test_a_process_that_stopped_embedding_stops_counting(tmp_path: Path) -> None:
+    # A real embedding in another process: counted while it embeds (its slot is leased ahead),
+    # idle from the end of its last embedding, so after IDLE_SECONDS it no longer takes a share.
+    code = (
+        "import os, sys, tempfile, time\n"
+        "from flux_chroma.embedding import FastDefaultEmbedding\n"
+        "slot = f'{tempfile.gettempdir()}/flux-chroma-embedders-{os.getuid()}/slot-{os.getpid()}'\n"
+        "def texts():  # read by embed() while its session is in use\n"
+        "    print(os.stat(slot).st_mtime - time.time(), flush=True)\n"
+        "    yield 'an embedding that ended'\n"
+        "FastDefaultEmbedding().embed(texts())\n"
+        "print(time.time(), flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    env.pop(EMBED_THREADS_ENV, None)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert proc.stdout is not None
+        ahead = float(proc.stdout.readline())
+        assert ahead > BUSY_LEASE / 2  # while it embeds, its slot is leased ahead
+        ended = float(proc.stdout.readline())
+        folder = tmp_path / f"flux-chroma-embedders-{os.getuid()}"
+        slot = folder / f"slot-{proc.pid}"
+        assert slot.stat().st_mtime <= ended  # marked idle when its embedding ended
+        slots = HostSlots(folder)
+        assert slots.live() == 2  # lately busy: still counted
+        old = time.time() - IDLE_SECONDS - 1
+        os.utime(slot, (old, old))
+        assert slots.live() == 1 and slot.exists()  # alive, idle: not counted
+    finally:
+        proc.kill()
+        proc.wait(HANG_GUARD)

@@ -38,7 +38,7 @@ from flux_chroma.embedding.model_files import (
     missing_files,
     model_not_available_error,
 )
-from flux_chroma.embedding.onnx_session import load_session, load_tokenizers, pool
+from flux_chroma.embedding.onnx_session import load_tokenizers, pool, running_session
 from flux_chroma.embedding.threads import validate_threads
 from flux_chroma.errors import ConfigurationError, ModelNotAvailableError
 
@@ -242,37 +242,37 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
         """
         folder = self.ensure_available()
         tokenizers = load_tokenizers(folder)
-        session = load_session(folder, self.threads)
-        items = list(texts)
-        if not items:
-            dim = int(session.get_outputs()[0].shape[-1])
-            return np.zeros((0, dim), dtype=np.float32)
-        for i, text in enumerate(items):
-            if not isinstance(text, str):
-                raise TypeError(f"text #{i} is a {type(text).__name__}, not a str")
-        encodings = tokenizers.truncating.encode_batch(items, add_special_tokens=True)
-        lengths = np.array([len(e.ids) for e in encodings])
-        order = np.argsort(-lengths, kind="stable")
-        out: npt.NDArray[np.float32] | None = None
-        for start in range(0, len(items), self.batch_size):
-            rows = order[start : start + self.batch_size]
-            width = int(lengths[rows].max())
-            ids = np.zeros((len(rows), width), dtype=np.int64)
-            mask = np.zeros((len(rows), width), dtype=np.int64)
-            for r, idx in enumerate(rows):
-                enc = encodings[idx]
-                ids[r, : len(enc.ids)] = enc.ids
-                mask[r, : len(enc.ids)] = enc.attention_mask
-            hidden = session.run(
-                None,
-                {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
-            )[0]
-            vectors = pool(hidden, mask)
-            if out is None:
-                out = np.empty((len(items), vectors.shape[1]), dtype=np.float32)
-            out[rows] = vectors
-        assert out is not None
-        return out
+        with running_session(folder, self.threads) as session:
+            items = list(texts)
+            if not items:
+                dim = int(session.get_outputs()[0].shape[-1])
+                return np.zeros((0, dim), dtype=np.float32)
+            for i, text in enumerate(items):
+                if not isinstance(text, str):
+                    raise TypeError(f"text #{i} is a {type(text).__name__}, not a str")
+            encodings = tokenizers.truncating.encode_batch(items, add_special_tokens=True)
+            lengths = np.array([len(e.ids) for e in encodings])
+            order = np.argsort(-lengths, kind="stable")
+            out: npt.NDArray[np.float32] | None = None
+            for start in range(0, len(items), self.batch_size):
+                rows = order[start : start + self.batch_size]
+                width = int(lengths[rows].max())
+                ids = np.zeros((len(rows), width), dtype=np.int64)
+                mask = np.zeros((len(rows), width), dtype=np.int64)
+                for r, idx in enumerate(rows):
+                    enc = encodings[idx]
+                    ids[r, : len(enc.ids)] = enc.ids
+                    mask[r, : len(enc.ids)] = enc.attention_mask
+                hidden = session.run(
+                    None,
+                    {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+                )[0]
+                vectors = pool(hidden, mask)
+                if out is None:
+                    out = np.empty((len(items), vectors.shape[1]), dtype=np.float32)
+                out[rows] = vectors
+            assert out is not None
+            return out
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         """Count the tokens of each text before truncation (special tokens included).

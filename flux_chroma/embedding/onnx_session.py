@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -17,11 +19,12 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
+from flux_chroma.embedding.core_gate import CoreGate
 from flux_chroma.embedding.model_files import MAX_TOKENS
-from flux_chroma.embedding.threads import Budget, configured_threads
+from flux_chroma.embedding.threads import Budget, configured_threads, cpu_count
 from flux_chroma.errors import ModelNotAvailableError
 
-__all__ = ["load_session", "load_tokenizers", "pool"]
+__all__ = ["GatedSession", "load_tokenizers", "pool", "running_session"]
 
 
 @dataclass(frozen=True)
@@ -63,32 +66,61 @@ def load_tokenizers(folder: Path) -> _Tokenizers:
         return cached
 
 
-def session_threads(threads: int | None = None) -> int:
-    """The intra-op thread count a session of this process gets now.
+class GatedSession:
+    """An ONNX session whose runs take the host's cores through a :class:`CoreGate`.
 
     Args:
-        threads: ``threads=`` of the embedding function, if set.
-
-    Returns:
-        ``threads``, else ``$FLUX_CHROMA_EMBED_THREADS``, else this process's share of the
-        host's cores (see :mod:`flux_chroma.embedding.threads`).
+        session: The ``onnxruntime.InferenceSession``.
+        threads: Its intra-op threads.
+        gate: The host's gate, or ``None`` to run ungated (a fixed thread count was set).
     """
-    fixed = configured_threads(threads)
-    return fixed if fixed is not None else _BUDGET.threads()
+
+    def __init__(self, session: Any, threads: int, gate: CoreGate | None) -> None:
+        self.session = session
+        self.threads = threads
+        self.gate = gate
+
+    def get_outputs(self) -> Any:
+        """The session's output descriptions."""
+        return self.session.get_outputs()
+
+    def run(self, outputs: Any, feeds: dict[str, Any]) -> Any:
+        """``session.run`` once a core is free (at most one run per core on the host)."""
+        if self.gate is None:
+            return self.session.run(outputs, feeds)
+        with self.gate.hold(self.threads):
+            return self.session.run(outputs, feeds)
 
 
-def load_session(folder: Path, threads: int | None = None) -> Any:
-    """The ``onnxruntime.InferenceSession`` of ``folder`` for this process (loaded once).
+@contextmanager
+def running_session(folder: Path, threads: int | None = None) -> Iterator[Any]:
+    """The session of ``folder`` for one embedding; meanwhile this process counts as busy.
+
+    The thread count is ``threads``, else ``$FLUX_CHROMA_EMBED_THREADS``, else this process's
+    share of the host's cores (see :mod:`flux_chroma.embedding.threads`), decided when the
+    embedding starts; sharing, each model run also waits for a free core
+    (:mod:`flux_chroma.embedding.core_gate`). When it ends, the process is marked idle.
 
     Args:
         folder: The model folder.
-        threads: ``threads=`` of the embedding function, if set (see :func:`session_threads`).
+        threads: ``threads=`` of the embedding function, if set.
 
-    Returns:
-        The session, built again when its thread count no longer matches.
+    Yields:
+        The session (built again when its thread count no longer matches), gated when shared.
     """
+    fixed = configured_threads(threads)
+    if fixed is not None:
+        yield GatedSession(_session(folder, fixed), fixed, None)
+        return
+    want = _BUDGET.threads()
+    try:
+        yield GatedSession(_session(folder, want), want, CoreGate(_BUDGET.slots.folder, cpu_count()))
+    finally:
+        _BUDGET.done()
+
+
+def _session(folder: Path, want: int) -> Any:
     key = (os.getpid(), str(folder))  # ONNX thread pools do not survive fork(): one per process
-    want = session_threads(threads)
     with _LOCK:
         current = _SESSIONS.get(key)
         if current is not None and current[0] == want:

@@ -10,12 +10,16 @@ the cores and each runs slower than its share. The budget, in order:
    live embedders on this host are counted with :class:`HostSlots`.
 
 :class:`HostSlots` is a folder in the temp directory (one per OS user) holding one file per
-process that embeds, each ``flock``-ed by its process for as long as it lives and touched each
-time it recounts. A file nobody holds belongs to a process that died: it is removed when
-counted. A held file untouched for :data:`IDLE_SECONDS` belongs to a process that stopped
-embedding (an idle worker) and does not count. Counting costs a directory listing and one
-non-blocking lock attempt per file; it is repeated at most every :data:`RECHECK_SECONDS`
-while embedding, and a session is rebuilt when its share changed.
+process that embeds, each ``flock``-ed by its process for as long as it lives. The file's
+modification time says what the process is doing: while it embeds, a time in the future
+(``now +`` :data:`BUSY_LEASE`); once it stops, the time it stopped. A file nobody holds belongs
+to a process that died: it is removed when counted. A held file whose process stopped embedding
+more than :data:`IDLE_SECONDS` ago (an idle worker) does not count. Counting costs a directory
+listing and one non-blocking lock attempt per file; it is done when a process starts embedding
+(and at most every :data:`RECHECK_SECONDS` while several embeddings of one process overlap),
+and a session is rebuilt when its share changed. A share is at least one thread, so more
+embedders than cores would still oversubscribe: :mod:`flux_chroma.embedding.core_gate` then
+queues their model runs.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from pathlib import Path
 from flux_chroma.errors import ConfigurationError
 
 __all__ = [
+    "BUSY_LEASE",
     "EMBED_THREADS_ENV",
     "IDLE_SECONDS",
     "MAX_THREADS",
@@ -50,8 +55,16 @@ MAX_THREADS = 1024
 RECHECK_SECONDS = 2.0
 """How often (at most) an embedding process recounts the live embedders on its host."""
 
-IDLE_SECONDS = 300.0
-"""A process that has not embedded for this long no longer counts as a live embedder."""
+IDLE_SECONDS = 15.0
+"""A process that stopped embedding this long ago no longer counts as a live embedder.
+
+Long enough to cover the gap between two batches of one job (upsert, verify, checkpoint, the
+next task's dispatch), short enough that a worker that went idle stops halving the others' share.
+"""
+
+BUSY_LEASE = 3600.0
+"""While a process embeds, its slot's time is set this far ahead (so it counts however long
+one call takes; a process that dies releases its ``flock`` and stops counting at once)."""
 
 
 def validate_threads(value: object, source: str, *, text: bool = False) -> int:
@@ -125,8 +138,11 @@ class HostSlots:
         self._pid = -1
         self._lock = threading.Lock()
 
-    def claim(self) -> None:
-        """Hold this process's slot and mark it busy now (a forked child claims its own).
+    def claim(self, busy: bool = True) -> None:
+        """Hold this process's slot and mark it busy, or idle from now (a forked child claims its own).
+
+        Args:
+            busy: Mark the process as embedding now (else: it stopped embedding now).
 
         A folder that cannot be used (read-only temp directory) leaves the process uncounted.
         """
@@ -139,7 +155,8 @@ class HostSlots:
                     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                     self._fd, self._pid = fd, os.getpid()
-                os.utime(self._fd)
+                stamp = time.time() + (BUSY_LEASE if busy else 0.0)
+                os.utime(self._fd, (stamp, stamp))
             except OSError:
                 return
 
@@ -152,7 +169,7 @@ class HostSlots:
             self._fd, self._pid = None, -1
 
     def live(self) -> int:
-        """Count the processes holding a slot (this one included); remove dead ones' files."""
+        """Count the processes embedding now or lately (this one included); remove dead ones' files."""
         count = 1  # this process
         mine = f"slot-{os.getpid()}"
         recent = time.time() - IDLE_SECONDS
@@ -167,7 +184,7 @@ class HostSlots:
                 continue  # removed meanwhile
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:  # its process holds it: alive; count it if it is busy
+            except BlockingIOError:  # its process holds it: alive; count it if busy or lately busy
                 count += os.fstat(fd).st_mtime >= recent
             else:
                 path.unlink(missing_ok=True)  # nobody holds it: that process is gone
@@ -179,6 +196,9 @@ class HostSlots:
 class Budget:
     """The thread count of this process's sessions when the host's cores are shared.
 
+    Each :meth:`threads` (an embedding starts) is paired with one :meth:`done` (it ended);
+    the process counts as busy on the host while any embedding of it runs.
+
     Args:
         slots: The host's slot registry.
     """
@@ -187,14 +207,28 @@ class Budget:
         self.slots = slots or HostSlots()
         self._checked = 0.0
         self._threads = 0
+        self._running = 0
         self._lock = threading.Lock()
 
     def threads(self) -> int:
-        """This process's share now (recounted at most every :data:`RECHECK_SECONDS`)."""
+        """Mark an embedding as started; this process's share now.
+
+        Counted afresh when this process starts embedding, and at most every
+        :data:`RECHECK_SECONDS` while several embeddings of it overlap.
+        """
         with self._lock:
+            self._running += 1
             now = time.monotonic()
-            if self._threads == 0 or now - self._checked >= RECHECK_SECONDS:
-                self.slots.claim()
+            starting = self._running == 1  # this process was idle: count afresh
+            if starting or now - self._checked >= RECHECK_SECONDS:
+                self.slots.claim(busy=True)
                 self._threads = share(cpu_count(), self.slots.live())
                 self._checked = now
             return self._threads
+
+    def done(self) -> None:
+        """Mark an embedding as ended; the last one to end marks the process idle from now."""
+        with self._lock:
+            self._running = max(0, self._running - 1)
+            if self._running == 0:
+                self.slots.claim(busy=False)
