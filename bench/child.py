@@ -141,7 +141,9 @@ def _flux_sql(memory: dict[str, Any]) -> Iterator[None]:
 
     seen: dict[str, int] = {}
 
-    def record(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
+    def record(
+        conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool
+    ) -> None:
         seen[statement] = max(seen.get(statement, 0), 0 if executemany else len(parameters or ()))
 
     event.listen(Engine, "before_cursor_execute", record)
@@ -188,6 +190,25 @@ def scale(params: dict[str, Any]) -> dict[str, Any]:
         "checkpoint_seconds": timed.checkpoint_seconds,
         "output": timed.ctx.output,
     }
+
+
+def model(params: dict[str, Any]) -> dict[str, Any]:
+    """Row 7's model-only side: warm up, wait for ``go``, embed a slice (no cache, no writes)."""
+    from bench.corpus import load_docs
+    from flux_chroma.embedding import FastDefaultEmbedding
+
+    inp = params["input"]
+    texts = [d["text"] for d in load_docs(params["corpus"], inp["start"], inp["stop"])]
+    ef = FastDefaultEmbedding()
+    ef.embed(["warm up the model session"])
+    print("ready", flush=True)
+    if sys.stdin.readline().strip() != "go":
+        raise SystemExit("no go")
+    cpu0, t0 = _cpu(), time.time()
+    for start in range(0, len(texts), inp["batch"]):  # one call per ingestion batch
+        ef.embed(texts[start : start + inp["batch"]])
+    t1, cpu1 = time.time(), _cpu()
+    return {"start": t0, "end": t1, "cpu": cpu1 - cpu0}
 
 
 def ingest_once(params: dict[str, Any]) -> dict[str, Any]:
@@ -263,7 +284,12 @@ def peak_rss_mib() -> float:
 def main() -> None:
     """Run the mode named on the command line and print its JSON result."""
     mode, params = sys.argv[1], json.loads(sys.argv[2])
-    handlers = {"ingest_job": ingest_job, "scale": scale, "ingest_once": ingest_once}
+    handlers = {
+        "ingest_job": ingest_job,
+        "scale": scale,
+        "model": model,
+        "ingest_once": ingest_once,
+    }
     result = handlers[mode](params)
     result["peak_rss_mib"] = peak_rss_mib()
     print(json.dumps(result), flush=True)

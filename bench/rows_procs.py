@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Any
 
@@ -12,35 +13,21 @@ from bench.workspace import ChildResult, flux_env, launch_child, reap_child, sto
 __all__ = ["run_row7"]
 
 
-def _scale_run(
-    b: Bench, procs: int, mode: str, extra_env: dict[str, str] | None = None
-) -> dict[str, Any]:
-    """Ingest ``scale_docs`` chunks with ``procs`` processes at once into a fresh collection."""
-    from flux_chroma.chroma.collections import Target, open_collection
-    from flux_chroma.chroma.naming import Namespace
-    from flux_chroma.chroma.settings import ConnectionSettings
+def _together(
+    b: Bench, kind: str, inputs: list[dict[str, Any]], envs: list[dict[str, str]]
+) -> tuple[list[dict[str, Any]], float, float]:
+    """Start one child per input, let each load, start them all at once, wait for all.
 
-    n = b.plan.scale_docs
-    name = f"r7-{mode}-{procs}{'-env' if extra_env else ''}"
-    open_collection(Target(ConnectionSettings.resolve(b.url), Namespace(TENANT), name), create=True)
-    options = {"cache": False} if mode == "cold" else {"cache": True, "cache_dir": str(b.warm_dir)}
-    bounds = [round(i * n / procs) for i in range(procs + 1)]
+    Returns:
+        ``(the children's outputs, wall seconds from the start to the last finish, the Chroma
+        server's CPU seconds meanwhile)``.
+    """
     children = []
     try:
-        for i in range(procs):
-            inp = {
-                "tenant": TENANT,
-                "collection": name,
-                "corpus": str(b.corpus),
-                "start": bounds[i],
-                "stop": bounds[i + 1],
-                "batch": b.batch,
-                "options": options,
-            }
-            env = {**flux_env(b.ws.work / f"{name}-flux-{i}", b.warm_dir), **(extra_env or {})}
+        for inp, env in zip(inputs, envs, strict=True):
             children.append(
                 (
-                    launch_child("scale", {"corpus": str(b.corpus), "input": inp}, env),
+                    launch_child(kind, {"corpus": str(b.corpus), "input": inp}, env),
                     time.perf_counter(),
                 )
             )
@@ -60,19 +47,63 @@ def _scale_run(
     finally:
         for proc, _ in children:
             stop_child(proc)
-    b.drop(b.physical(name))
     outs = [r.output for r in results]
-    wall = max(o["end"] for o in outs) - t0
+    return outs, max(o["end"] for o in outs) - t0, server1 - server0
+
+
+def _bounds(n: int, procs: int) -> list[tuple[int, int]]:
+    cuts = [round(i * n / procs) for i in range(procs + 1)]
+    return list(itertools.pairwise(cuts))
+
+
+def _scale_run(
+    b: Bench, procs: int, mode: str, extra_env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Ingest ``scale_docs`` chunks with ``procs`` processes at once into a fresh collection."""
+    from flux_chroma.chroma.collections import Target, open_collection
+    from flux_chroma.chroma.naming import Namespace
+    from flux_chroma.chroma.settings import ConnectionSettings
+
+    n = b.plan.scale_docs
+    name = f"r7-{mode}-{procs}{'-env' if extra_env else ''}"
+    open_collection(Target(ConnectionSettings.resolve(b.url), Namespace(TENANT), name), create=True)
+    options = {"cache": False} if mode == "cold" else {"cache": True, "cache_dir": str(b.warm_dir)}
+    inputs = [
+        {
+            "tenant": TENANT,
+            "collection": name,
+            "corpus": str(b.corpus),
+            "start": start,
+            "stop": stop,
+            "batch": b.batch,
+            "options": options,
+        }
+        for start, stop in _bounds(n, procs)
+    ]
+    envs = [
+        {**flux_env(b.ws.work / f"{name}-flux-{i}", b.warm_dir), **(extra_env or {})}
+        for i in range(procs)
+    ]
+    outs, wall, server = _together(b, "scale", inputs, envs)
+    b.drop(b.physical(name))
     task = sum(o["output"]["task_seconds"] for o in outs)
     return {
         "docs_s": n / wall,
         "wall": wall,
         "embed_share": sum(o["output"]["embed_seconds"] for o in outs) / task if task else 0.0,
         "client_cores": sum(o["cpu"] for o in outs) / wall,
-        "server_cores": (server1 - server0) / wall,
+        "server_cores": server / wall,
         "embedded": sum(o["output"]["embedded"] for o in outs),
         "cache_hits": sum(o["output"]["cache_hits"] for o in outs),
     }
+
+
+def _model_run(b: Bench, procs: int) -> dict[str, Any]:
+    """The model alone: ``procs`` processes embed their share of ``scale_docs`` chunks at once."""
+    n = b.plan.scale_docs
+    inputs = [{"start": start, "stop": stop, "batch": 256} for start, stop in _bounds(n, procs)]
+    outs, wall, _ = _together(b, "model", inputs, [{} for _ in range(procs)])
+    return {"docs_s": n / wall, "client_cores": sum(o["cpu"] for o in outs) / wall}
 
 
 def _bottleneck(results: list[tuple[str, int, dict[str, Any]]], cores: Any) -> str:
@@ -163,6 +194,22 @@ def run_row7(b: Bench) -> None:
                 f"{fmt(every['client_cores'])}, server {fmt(every['server_cores'])}",
             )
         )
+    if top > 1:
+        alone = [(procs, _model_run(b, procs)) for procs in (b.plan.procs[0], top)]
+        one, many = alone[0][1], alone[1][1]
+        b.report.add(
+            Result(
+                7,
+                f"model alone (no writes, no Flux): {top} processes / {b.plan.procs[0]}",
+                f"{b.plan.scale_docs:,} chunks",
+                many["docs_s"] / one["docs_s"],
+                "x",
+                "",
+                "info",
+                f"{fmt(many['docs_s'])} vs {fmt(one['docs_s'])} docs/s, the shipped thread budget "
+                f"and core gate; CPU cores busy {fmt(many['client_cores'])} vs {fmt(one['client_cores'])}",
+            )
+        )
     b.report.note(
         7,
         (
@@ -173,13 +220,18 @@ def run_row7(b: Bench) -> None:
         ),
         (
             "- cold: no embedding cache, so every process embeds. Each ONNX session takes its share of "
-            "the cores (cores // processes embedding on the host, `flux_chroma/embedding/threads.py`: "
-            "the shipped default, nothing set in the children's environment); goal: the most "
+            "the cores (cores // processes embedding on the host, at least 1 thread, "
+            "`flux_chroma/embedding/threads.py`), and when more processes embed than there are "
+            "cores their model runs take turns, at most one per core "
+            "(`flux_chroma/embedding/core_gate.py`): the shipped default, nothing set in the "
+            "children's environment; goal: the most "
             "processes keep at least 0.95x the docs/s of one (issue 11). "
             "the extra cold row pins every session to all cores (`FLUX_CHROMA_EMBED_THREADS`), as "
             "before the budget, side by side. warm: every text is a cache hit, so only the write "
             "path remains; every child's cache hits are checked (a lookup that times out on the "
-            "cache's SQLite lock would be a miss and re-embed)."
+            "cache's SQLite lock would be a miss and re-embed). The model-alone row runs the same "
+            "split with only the model (the same chunks, one `embed` call per ingestion batch, no "
+            "writes, no Flux): the ceiling the ingesting processes can reach."
         ),
         (
             "- The figure is docs/s relative to 1 process of the same mode. Bottleneck: the embedding "
