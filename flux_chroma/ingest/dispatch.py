@@ -99,8 +99,10 @@ async def _check_dispatch() -> dict[str, Any]:
         if not health or health.get("status") != "healthy":
             raise ConfigurationError(
                 f"a parallel ingestion job starts its units through the Flux server, but no Flux server "
-                f"answers at {url} (this worker's FLUX_WORKERS__SERVER_URL). Set FLUX_WORKERS__SERVER_URL "
-                "to the Flux server's URL on every worker, or run with parallel=1."
+                f"answers at {url} (this worker's FLUX_WORKERS__SERVER_URL): either the server is down or "
+                "restarting, or that variable does not name it. Set FLUX_WORKERS__SERVER_URL to the Flux "
+                "server's URL on every worker and make sure the server is up, then re-submit the job "
+                "(committed batches are not written again); or run with parallel=1."
             )
         try:
             await client.get_workflow(UNIT_WORKFLOW)
