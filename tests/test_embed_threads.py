@@ -178,3 +178,18 @@ def test_a_process_that_stopped_embedding_stops_counting(tmp_path: Path) -> None
     finally:
         proc.kill()
         proc.wait(HANG_GUARD)
+
+
+def test_a_share_that_flips_back_reuses_its_session() -> None:
+    # Another process embedding now and then flips this process's share between two values:
+    # the previous session is kept, so flipping back swaps sessions instead of building one.
+    key = (os.getpid(), str(FastDefaultEmbedding().model_dir))
+    FastDefaultEmbedding(threads=1).embed(["flip"])
+    one = onnx_session._SESSIONS[key][1]
+    FastDefaultEmbedding(threads=2).embed(["flip"])
+    two = onnx_session._SESSIONS[key][1]
+    assert two is not one
+    FastDefaultEmbedding(threads=1).embed(["flip"])
+    assert onnx_session._SESSIONS[key][1] is one
+    FastDefaultEmbedding(threads=2).embed(["flip"])
+    assert onnx_session._SESSIONS[key][1] is two

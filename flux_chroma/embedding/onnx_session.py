@@ -35,6 +35,9 @@ class _Tokenizers:
 
 _TOKENIZERS: dict[str, _Tokenizers] = {}
 _SESSIONS: dict[tuple[int, str], tuple[int, Any]] = {}  # (pid, folder) -> (threads, session)
+# The session replaced last, kept: a share that flips between two values (another process
+# embedding now and then) swaps sessions instead of building one per flip (~0.1 s each).
+_SPARE: dict[tuple[int, str], tuple[int, Any]] = {}
 _LOCK = threading.Lock()
 _BUDGET = Budget()
 
@@ -125,6 +128,10 @@ def _session(folder: Path, want: int) -> Any:
         current = _SESSIONS.get(key)
         if current is not None and current[0] == want:
             return current[1]
+        spare = _SPARE.get(key)
+        if spare is not None and current is not None and spare[0] == want:
+            _SESSIONS[key], _SPARE[key] = spare, current
+            return spare[1]
         import onnxruntime as ort
 
         options = ort.SessionOptions()
@@ -142,6 +149,8 @@ def _session(folder: Path, want: int) -> Any:
                 f"The ONNX model {path} could not be loaded ({type(exc).__name__}: {exc}). "
                 f"Replace the model folder {folder} with an intact copy."
             ) from exc
+        if current is not None:
+            _SPARE[key] = current
         _SESSIONS[key] = (want, session)
         return session
 
