@@ -564,3 +564,10 @@ class AuthProxy:
         self._server.shutdown()
         self._server.server_close()
         self._http.close()
+
+
+def python_child(code: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """Run ``python -c code`` with text pipes on stdin and stdout (the caller reaps it)."""
+    return subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )

@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
+from fault_tools import python_child
 
 from flux_chroma.embedding import core_gate
 from flux_chroma.embedding.core_gate import CoreGate
@@ -66,9 +65,7 @@ def test_a_core_held_by_another_process_is_released_when_it_dies(tmp_path: Path)
         "    print(got, flush=True)\n"
         "    sys.stdin.read()\n"
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
+    proc = python_child(code)
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "1"
         gate = CoreGate(tmp_path, cores=1)

@@ -8,13 +8,13 @@ import os
 import pickle
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from fault_tools import python_child
 
 from flux_chroma import ConfigurationError
 from flux_chroma.embedding import FastDefaultEmbedding, onnx_session
@@ -80,9 +80,7 @@ def _holder(folder: Path) -> subprocess.Popen[str]:
         "print('ready', flush=True)\n"
         "sys.stdin.read()\n"
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
+    proc = python_child(code)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
     return proc
 
@@ -159,9 +157,7 @@ def test_a_process_that_stopped_embedding_stops_counting(tmp_path: Path) -> None
     )
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     env.pop(EMBED_THREADS_ENV, None)
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
-    )
+    proc = python_child(code, env)
     try:
         assert proc.stdout is not None
         ahead = float(proc.stdout.readline())

@@ -46,10 +46,13 @@ class CoreGate:
     def __init__(self, folder: Path, cores: int) -> None:
         self.folder = folder
         self.cores = max(1, cores)
+        self._made = False
 
     def _open(self, name: str) -> int | None:
         try:
-            self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if not self._made:  # once per gate, not once per file and run
+                self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+                self._made = True
             return os.open(self.folder / name, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError:
             return None

@@ -40,6 +40,7 @@ _SESSIONS: dict[tuple[int, str], tuple[int, Any]] = {}  # (pid, folder) -> (thre
 _SPARE: dict[tuple[int, str], tuple[int, Any]] = {}
 _LOCK = threading.Lock()
 _BUDGET = Budget()
+_GATE = CoreGate(_BUDGET.slots.folder, cpu_count())
 
 
 def load_tokenizers(folder: Path) -> _Tokenizers:
@@ -117,7 +118,7 @@ def running_session(folder: Path, threads: int | None = None) -> Iterator[Any]:
         return
     want = _BUDGET.threads()
     try:
-        yield GatedSession(_session(folder, want), want, CoreGate(_BUDGET.slots.folder, cpu_count()))
+        yield GatedSession(_session(folder, want), want, _GATE)
     finally:
         _BUDGET.done()
 
