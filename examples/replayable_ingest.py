@@ -64,7 +64,6 @@ def main() -> int:
         (root / "flux").mkdir()
         os.environ["FLUX_HOME"] = str(root / "flux")  # before flux reads its configuration
         os.environ["FLUX_DATABASE_URL"] = f"sqlite:///{root / 'flux' / 'flux.db'}"
-        os.environ.setdefault("FLUX_LOG_LEVEL", "WARNING")
         os.environ["FLUX_CHROMA_CACHE_DIR"] = str(root / "embedding-cache")
 
         import chromadb

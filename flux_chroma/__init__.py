@@ -35,7 +35,6 @@ from flux_chroma.errors import (
     TenantError,
     UnpinnedCollectionError,
 )
-from flux_chroma.flux_state import install as _install_flux_state
 from flux_chroma.ingest import (
     IngestJob,
     MigrationSpec,
@@ -128,5 +127,3 @@ __all__ = [
     "ServerStartError",
     "SourceChangedError",
 ]
-
-_install_flux_state()  # ./.flux created when Flux first opens it; Flux's INFO lines quiet

@@ -1,67 +1,64 @@
-"""Flux's local state and log level, for every entry point that imports flux-chroma.
+"""Flux's local state folder and log level, set up by flux-chroma's entry points only.
 
-**The rule for ``./.flux``.** Flux keeps inline executions in ``database_url``, by default
+Importing :mod:`flux_chroma` changes nothing in the process: no import hooks, no global
+listeners, no logging set-up. Flux runs flux-chroma inside its workers' child processes,
+where ``flux.config`` is a read-only snapshot that holds only a few settings; anything
+done at import time runs there too (an import-time read of a setting outside that
+snapshot crash-looped every job of a fleet).
+
+**``./.flux``.** Flux keeps inline executions in ``database_url``, by default
 ``sqlite:///.flux/flux.db`` relative to the current directory, and does not create that
-folder (``sqlite3.OperationalError: unable to open database file``). Once ``flux_chroma``
-is imported, the folder of Flux's SQLite database is created the moment Flux first opens it:
-a plain ``workflow.run``, :func:`~flux_chroma.ingest.run_ingest`, the ``flux-chroma``
-commands and the examples all follow this one rule. Nothing is created at import time (so
-``flux-chroma --help`` leaves no folder behind), and no other SQLite database is touched.
-When the folder cannot be created, a :class:`~flux_chroma.errors.ConfigurationError` names
-it and says what to set instead.
+folder (``sqlite3.OperationalError: unable to open database file``). flux-chroma's own
+entry points (the ``flux-chroma`` commands, :func:`~flux_chroma.ingest.run_ingest` and the
+other inline job runners, the demo) call :func:`ensure_flux_db_folder` before Flux opens
+its database. A script of your own that calls ``workflow.run()`` needs the folder to exist
+(``mkdir -p .flux``), as with any Flux workflow.
 
-**Flux's log lines.** Flux logs at ``INFO`` on stdout by default (``Database schema
-migrated: ...`` on the first run in a folder). Importing ``flux_chroma`` lowers Flux's
-logger to ``WARNING`` unless a level was asked for (``FLUX_LOG_LEVEL`` or Flux's own
-configuration). A Flux worker reconfigures its logging when it starts and keeps its level.
+**Flux's log lines.** Flux logs at ``INFO`` on stdout. The ``flux-chroma`` commands lower
+Flux's logger to ``WARNING`` and move it to stderr (so ``--json`` output stays clean),
+unless ``FLUX_LOG_LEVEL`` asks for a level; library code never touches logging.
 """
 
 from __future__ import annotations
 
-import importlib.abc
 import logging
 import os
 import sys
-from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
-from typing import Any
 
 from flux_chroma.errors import ConfigurationError
 
-__all__ = ["install", "quiet_flux_logs", "flux_sqlite_path", "ensure_flux_db_folder"]
-
-_FLUX_MODELS = "flux.models"  # the Flux module that creates database engines
-_installed = False
+__all__ = ["quiet_flux_logs", "flux_sqlite_path", "ensure_flux_db_folder"]
 
 
 def quiet_flux_logs() -> None:
-    """Default Flux's log level to WARNING and send its log lines to stderr, not stdout.
+    """Default Flux's log level to WARNING and send its log lines to stderr (CLI only).
 
-    A level set through ``FLUX_LOG_LEVEL`` or Flux's configuration wins. Flux logs to stdout,
-    which would also corrupt ``--json`` output of the commands.
+    ``FLUX_LOG_LEVEL`` wins when set. Called by the ``flux-chroma`` commands, never at import.
     """
-    from flux.config import Configuration
-
-    settings = Configuration.get().settings
-    asked = os.environ.get("FLUX_LOG_LEVEL") or ("log_level" in settings.model_fields_set and settings.log_level)
-    level = str(asked or "WARNING").upper()
+    asked = os.environ.get("FLUX_LOG_LEVEL", "").strip().upper()
+    level = asked if asked in logging.getLevelNamesMapping() else "WARNING"
     logger = logging.getLogger("flux")
-    logger.setLevel(level if level in logging.getLevelNamesMapping() else "WARNING")
+    logger.setLevel(level)
     for handler in logger.handlers:
         if isinstance(handler, logging.StreamHandler) and handler.stream is sys.stdout:
             handler.setStream(sys.stderr)
 
 
 def flux_sqlite_path() -> Path | None:
-    """The absolute path of Flux's SQLite database file, or None (not SQLite, or in memory).
+    """The absolute path of Flux's SQLite database file, or None.
 
     Returns:
-        The path Flux's current configuration (``database_url``) points at.
+        The file Flux's current configuration (``database_url``) points at; None when Flux
+        does not use a SQLite file (PostgreSQL, in memory) or when the process runs inside a
+        Flux worker's child, whose configuration snapshot has no database URL.
     """
     from flux.config import Configuration
 
-    url = str(Configuration.get().settings.database_url)
+    try:
+        url = str(Configuration.get().settings.database_url)
+    except (AttributeError, RuntimeError):  # a runner child's settings snapshot
+        return None
     prefix = "sqlite:///"
     if not url.startswith(prefix):
         return None
@@ -71,18 +68,18 @@ def flux_sqlite_path() -> Path | None:
     return Path(database).expanduser().resolve()
 
 
-def ensure_flux_db_folder(database: str | os.PathLike[str]) -> None:
-    """Create the folder of ``database`` when it is Flux's SQLite database and is missing.
+def ensure_flux_db_folder() -> Path | None:
+    """Create the folder of Flux's SQLite database when it is missing.
 
-    Args:
-        database: The SQLite file SQLAlchemy is about to open.
+    Returns:
+        The database file, or None when Flux does not keep its state in a SQLite file.
 
     Raises:
         ConfigurationError: The folder cannot be created (names it and the fix).
     """
     target = flux_sqlite_path()
-    if target is None or Path(database).expanduser().resolve() != target or target.parent.is_dir():
-        return
+    if target is None or target.parent.is_dir():
+        return target
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -91,48 +88,4 @@ def ensure_flux_db_folder(database: str | os.PathLike[str]) -> None:
             f"({type(exc).__name__}: {exc}). Run from a writable folder, or set FLUX_HOME and "
             "FLUX_DATABASE_URL (sqlite:////absolute/path/flux.db) to a writable place."
         ) from None
-
-
-def _on_connect(dialect: Any, _record: Any, cargs: Sequence[Any], cparams: dict[str, Any]) -> None:
-    if dialect.name != "sqlite":
-        return
-    database = cargs[0] if cargs else cparams.get("database")
-    if isinstance(database, str) and database and database != ":memory:":
-        ensure_flux_db_folder(database)
-
-
-def _listen() -> None:
-    from sqlalchemy import event
-    from sqlalchemy.engine import Engine
-
-    if not event.contains(Engine, "do_connect", _on_connect):
-        event.listen(Engine, "do_connect", _on_connect)
-
-
-class _BeforeFluxModels(importlib.abc.MetaPathFinder):
-    """Registers the listener just before Flux first imports its database layer (one shot)."""
-
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
-    ) -> None:
-        if fullname == _FLUX_MODELS:
-            if self in sys.meta_path:
-                sys.meta_path.remove(self)
-            _listen()
-
-
-def install() -> None:
-    """Apply the ``./.flux`` rule and quiet Flux's INFO lines (idempotent; no I/O).
-
-    SQLAlchemy is not imported here: the listener is registered when Flux imports its
-    database layer, which only happens once a workflow runs.
-    """
-    global _installed
-    quiet_flux_logs()
-    if _installed:
-        return
-    _installed = True
-    if _FLUX_MODELS in sys.modules:
-        _listen()
-    else:
-        sys.meta_path.insert(0, _BeforeFluxModels())
+    return target

@@ -66,4 +66,3 @@ install_shared_model() {
 ensure_venv
 install_shared_model
 export PATH="$VENV/bin:$PATH"
-export FLUX_LOG_LEVEL="${FLUX_LOG_LEVEL:-WARNING}"

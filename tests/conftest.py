@@ -16,7 +16,6 @@ from pathlib import Path
 _STATE = Path(tempfile.mkdtemp(prefix="flux-chroma-tests-"))
 os.environ["FLUX_HOME"] = str(_STATE / "flux-home")
 os.environ["FLUX_DATABASE_URL"] = f"sqlite:///{_STATE / 'flux-home' / 'flux.db'}"
-os.environ.setdefault("FLUX_LOG_LEVEL", "WARNING")
 os.environ["FLUX_CHROMA_CACHE_DIR"] = str(_STATE / "embedding-cache")
 (_STATE / "flux-home").mkdir(parents=True, exist_ok=True)
 

@@ -265,7 +265,6 @@ def child_env(home: Path, **extra: str) -> dict[str, str]:
     env.update(
         FLUX_HOME=str(home),
         FLUX_DATABASE_URL=f"sqlite:///{home / 'flux.db'}",
-        FLUX_LOG_LEVEL="WARNING",
         PYTHONPATH=os.pathsep.join([str(TESTS_DIR), str(TESTS_DIR.parent)]),
     )
     env.update(extra)

@@ -31,7 +31,6 @@ def test_tiny_benchmark_run_fills_every_row(tmp_path: Path) -> None:
         "--out", str(out),
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FLUX_", "CHROMA_"))}
-    env["FLUX_LOG_LEVEL"] = "WARNING"
     done = subprocess.run(
         command, check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900
     )

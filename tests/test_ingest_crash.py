@@ -101,7 +101,7 @@ def test_sigkill_mid_job_then_resume_by_execution_id_in_new_processes(tmp_path: 
     text_batch = {c.text: b for b, chunks in enumerate(batches) for c in chunks}
     eid = ingest_execution_id(job)
     log, marker = tmp_path / "embedded.jsonl", tmp_path / "marker"
-    common = {"FC_EMBED_LOG": str(log), "FC_MARKER": str(marker), "FLUX_LOG_LEVEL": "ERROR"}
+    common = {"FC_EMBED_LOG": str(log), "FC_MARKER": str(marker)}
 
     # Process 1: killed inside batch 2's embedding (its 3rd embedding call).
     first = _start(spec, {**common, "FC_BLOCK_EMBED_CALL": "3"})

@@ -3,9 +3,9 @@
 The snippet is cut out of README.md (never copied here), saved as ``kb.py`` in an empty
 temporary folder and run with this venv's python, as a user would: a plain environment
 (no ``FLUX_HOME``, ``FLUX_DATABASE_URL`` or ``FLUX_LOG_LEVEL``), the server picked through
-``FLUX_CHROMA_URL``. Also here: the one rule for ``./.flux`` (created when Flux first opens
-its database, by every entry point; a readable error when it cannot be) and Flux's own INFO
-lines staying silent unless asked for.
+``FLUX_CHROMA_URL``, the README's commands run verbatim. Also here: importing flux_chroma
+changes nothing in the process (no import hooks, listeners or logging set-up; Flux runs it in
+its workers' child processes), and flux-chroma's own entry points create ``./.flux``.
 """
 
 from __future__ import annotations
@@ -53,76 +53,95 @@ def closed_port_url() -> str:
     return f"http://127.0.0.1:{port}"
 
 
+def readme_commands() -> str:
+    """The ```bash block right after "save this as kb.py" in README's Quickstart section."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("\n## Quickstart\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```bash\n(.*?)```", section, flags=re.DOTALL)
+    assert len(blocks) == 1, "README's Quickstart section should hold exactly one bash block"
+    return str(blocks[0])
+
+
+def run_readme_commands(cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run the README's bash block verbatim in ``cwd`` with this venv first on PATH."""
+    base = {k: v for k, v in os.environ.items() if k not in _USER_ENV_DROPPED}
+    base["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{base.get('PATH', '')}"
+    return subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", readme_commands()],
+        cwd=cwd,
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=HANG_GUARD,
+    )
+
+
 def test_readme_snippet_runs_verbatim_in_an_empty_folder(url: str, tmp_path: Path) -> None:
     (tmp_path / "kb.py").write_text(readme_snippet())
-    done = run_python(tmp_path, "kb.py", env={"FLUX_CHROMA_URL": url})
+    done = run_readme_commands(tmp_path, {"FLUX_CHROMA_URL": url})
     assert done.returncode == 0, done.stdout + done.stderr
-    lines = done.stdout.splitlines()
-    assert len(lines) == 1, done.stdout  # one hit list, printed once (the __main__ guard)
-    hits = ast.literal_eval(lines[0])
+    printed = [line for line in done.stdout.splitlines() if line.startswith("[")]
+    assert len(printed) == 1, done.stdout  # one hit list, printed once (the __main__ guard)
+    hits = ast.literal_eval(printed[0])
     assert isinstance(hits, list) and hits[0]["id"] == "c1"
     assert hits[0]["document"] == "ChromaDB is an embedding database."
-    assert (tmp_path / ".flux" / "flux.db").is_file()  # the state folder was created for it
-    assert " - INFO - " not in done.stdout + done.stderr  # Flux's own INFO lines stay quiet
+    assert (tmp_path / ".flux" / "flux.db").is_file()
 
-    again = run_python(tmp_path, "kb.py", env={"FLUX_CHROMA_URL": url})
-    assert again.returncode == 0 and again.stdout == done.stdout
+    again = run_readme_commands(tmp_path, {"FLUX_CHROMA_URL": url, "FLUX_LOG_LEVEL": "WARNING"})
+    assert again.returncode == 0 and again.stdout == printed[0] + "\n", again.stdout + again.stderr
 
 
 def test_readme_snippet_with_the_server_down_exits_non_zero_readably(tmp_path: Path) -> None:
     (tmp_path / "kb.py").write_text(readme_snippet())
-    done = run_python(tmp_path, "kb.py", env={"FLUX_CHROMA_URL": closed_port_url()})
+    (tmp_path / ".flux").mkdir()
+    done = run_python(tmp_path, "kb.py", env={"FLUX_CHROMA_URL": closed_port_url(), "FLUX_LOG_LEVEL": "WARNING"})
     assert done.returncode != 0
     assert done.stdout == ""
     assert done.stderr.startswith("error: Chroma server at http://127.0.0.1:")
     assert "unreachable" in done.stderr and "Traceback" not in done.stderr
 
 
-def test_flux_info_lines_come_back_when_asked_for(url: str, tmp_path: Path) -> None:
-    (tmp_path / "kb.py").write_text(readme_snippet())
-    done = run_python(tmp_path, "kb.py", env={"FLUX_CHROMA_URL": url, "FLUX_LOG_LEVEL": "INFO"})
-    assert done.returncode == 0, done.stderr
-    assert "flux.migrations.runner - INFO - Database schema migrated" in done.stdout + done.stderr
-
-
-def test_importing_flux_chroma_creates_nothing(tmp_path: Path) -> None:
-    done = run_python(tmp_path, "-c", "import flux_chroma, flux_chroma.cli")
-    assert done.returncode == 0, done.stderr
-    assert list(tmp_path.iterdir()) == []
-
-
-PLAIN_WORKFLOW = """
-from flux import ExecutionContext, workflow
-import flux_chroma  # noqa: F401
-
-@workflow
-async def hello(ctx: ExecutionContext[str]):
-    return f"hello {ctx.input}"
-
-if __name__ == "__main__":
-    print(hello.run("there").output)
+IMPORT_EFFECTS = """
+import logging, sys
+import flux.task, flux.workflow  # noqa: E401,F401  Flux's own import sets up its logger: not ours
+before = (list(sys.meta_path), logging.getLogger("flux").level, logging.getLogger().handlers[:])
+import flux_chroma, flux_chroma.cli, flux_chroma.ingest.workflow  # noqa: E401,F401
+after = (list(sys.meta_path), logging.getLogger("flux").level, logging.getLogger().handlers[:])
+assert before == after, (before, after)
+assert "sqlalchemy" not in sys.modules  # so no SQLAlchemy listener either
+print("clean")
 """
 
 
-def test_plain_workflow_run_gets_its_state_folder(tmp_path: Path) -> None:
-    (tmp_path / "wf.py").write_text(PLAIN_WORKFLOW)
-    done = run_python(tmp_path, "wf.py")
+def test_importing_flux_chroma_changes_nothing_in_the_process(tmp_path: Path) -> None:
+    done = run_python(tmp_path, "-c", IMPORT_EFFECTS)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "hello there\n"
-    assert (tmp_path / ".flux" / "flux.db").is_file()
+    assert done.stdout == "clean\n"
+    assert list(tmp_path.iterdir()) == []  # and creates nothing
 
-    nested = tmp_path / "elsewhere" / "state"
-    moved = run_python(tmp_path, "wf.py", env={"FLUX_DATABASE_URL": f"sqlite:///{nested}/flux.db"})
-    assert moved.returncode == 0, moved.stderr
-    assert (nested / "flux.db").is_file()
+
+RUN_INGEST = """
+from flux_chroma import run_ingest
+run_ingest({"tenant": "acme", "collection": "handbook", "sources": [{"kind": "files", "path": "docs"}]})
+"""
 
 
 def test_a_state_folder_that_cannot_be_created_says_what_to_do(tmp_path: Path) -> None:
-    (tmp_path / "wf.py").write_text(PLAIN_WORKFLOW)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("Refunds within 30 days.")
     (tmp_path / "a-file").write_text("not a folder")
     bad = tmp_path / "a-file" / "state"
-    done = run_python(tmp_path, "wf.py", env={"FLUX_DATABASE_URL": f"sqlite:///{bad}/flux.db"})
+    done = run_python(tmp_path, "-c", RUN_INGEST, env={"FLUX_DATABASE_URL": f"sqlite:///{bad}/flux.db"})
     assert done.returncode != 0
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("flux_chroma.errors.ConfigurationError: Flux keeps its state in")
     assert str(bad) in last and "FLUX_DATABASE_URL" in last
+
+
+def test_run_ingest_creates_the_default_state_folder(url: str, tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("Refunds within 30 days.")
+    done = run_python(tmp_path, "-c", RUN_INGEST, env={"FLUX_CHROMA_URL": url})
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / ".flux" / "flux.db").is_file()

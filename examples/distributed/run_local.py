@@ -143,7 +143,7 @@ def tool(name: str) -> str:
 
 def base_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FLUX_", "CHROMA_"))}
-    env.update(FLUX_LOG_LEVEL="WARNING", PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}")
+    env.update(PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}")
     env.update(extra)
     return env
 

@@ -3,8 +3,8 @@
 Flux keeps executions in ``database_url``, which defaults to ``sqlite:///.flux/flux.db``
 relative to the current directory; ``FLUX_HOME`` alone does not move it. :func:`flux_home`
 resolves one home folder and points both ``home`` and ``database_url`` at it, for the
-duration of a ``with`` block. The folder itself is created when Flux first opens its
-database (the one rule for every entry point: :mod:`flux_chroma.flux_state`).
+duration of a ``with`` block, and creates Flux's SQLite folder when it is missing
+(:mod:`flux_chroma.flux_state`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from flux_chroma.flux_state import quiet_flux_logs
+from flux_chroma.flux_state import ensure_flux_db_folder, quiet_flux_logs
 
 __all__ = ["DEFAULT_FLUX_HOME", "flux_home", "quiet_flux_logs", "resolve_flux_home"]
 
@@ -54,11 +54,13 @@ def flux_home(option: str | os.PathLike[str] | None = None) -> Iterator[Path | N
 
     home = resolve_flux_home(option)
     if home is None:
+        ensure_flux_db_folder()
         yield None
         return
     config = Configuration.get()
     config.override(home=str(home), database_url=f"sqlite:///{home / 'flux.db'}")
     try:
+        ensure_flux_db_folder()
         yield home
     finally:
         config.reset()

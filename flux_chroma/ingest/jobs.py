@@ -34,6 +34,7 @@ from flux import ExecutionContext
 from flux.domain.events import ExecutionEventType
 
 from flux_chroma.errors import ConfigurationError
+from flux_chroma.flux_state import ensure_flux_db_folder
 from flux_chroma.ingest.checkpoints import DeltaCheckpoint
 from flux_chroma.ingest.spec import digest_of
 
@@ -164,6 +165,7 @@ def run_durable(
         ConfigurationError: The latest run is owned by a Flux server/worker (scheduled,
             claimed, paused, ...), so it must not be resumed inline.
     """
+    ensure_flux_db_folder()
     with _job_lock(base):
         run, summary = latest_run(base)
         copied: list[Any] = []
