@@ -161,6 +161,9 @@ def main(question: str = QUESTION) -> int:
     def announce(result: DemoResult) -> None:
         print(f"Chroma server {result.url} (pid {result.server_pid}) owns {result.data_dir}")
 
+    from flux_chroma.flux_state import quiet_flux_logs
+
+    quiet_flux_logs()  # an entry point: Flux's INFO lines would bury the hits
     try:
         result = run_demo(question, announce=announce)
     except FluxChromaError as exc:
