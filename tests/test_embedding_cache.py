@@ -24,6 +24,7 @@ from flux_chroma.embedding import (
     compute_fingerprint,
     default_cache_dir,
 )
+from flux_chroma.embedding.identity import cache_namespace
 from flux_chroma.errors import InvalidDocumentError
 
 DIM = 384
@@ -129,7 +130,10 @@ def test_flipped_byte_is_a_miss_then_recomputed(tmp_path: Path) -> None:
 
 
 def embedder_digest(embedder: CachingEmbedder) -> str:
-    return compute_fingerprint(embedder.ef).digest
+    """The cache namespace the embedder's entries live under (name, config, fingerprint)."""
+    namespace = cache_namespace(embedder.ef, compute_fingerprint(embedder.ef).digest)
+    assert namespace is not None
+    return namespace
 
 
 @pytest.mark.parametrize("damage", ["truncate", "header_dim", "magic", "empty", "moved"])

@@ -1,7 +1,13 @@
 """A host-wide, process-safe embedding cache on diskcache (SQLite).
 
 Every worker process on a host opens the same folder; SQLite serialises writers. Entries are
-keyed ``f"{fingerprint_digest}:{sha256(text)}"`` so two embedding functions never share vectors.
+keyed ``f"{namespace}:{sha256(text)}"``, where the namespace
+(:func:`~flux_chroma.embedding.identity.cache_namespace`) hashes the embedding function's
+``name()``, its whole ``get_config()`` and its fingerprint digest, so two embedding functions
+never share vectors, not even two that agree on the short fingerprint texts and differ on long
+ones (another truncation length). A function without a usable ``get_config()`` has no
+namespace and is never cached. Keys of earlier versions (the bare fingerprint digest) are
+simply never looked up again; LRU eviction removes them.
 
 Values are raw bytes, never pickles::
 
@@ -90,8 +96,8 @@ class CacheStats:
     errors: int = 0
 
 
-def _key(digest: str, text: str) -> str:
-    return f"{digest}:{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()}"
+def _key(namespace: str, text: str) -> str:
+    return f"{namespace}:{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()}"
 
 
 def _check(key: str, dimension: int, payload: bytes, tokens: int | None = _NO_TOKENS) -> bytes:
@@ -234,27 +240,27 @@ class EmbeddingCache:
             return self._cache
 
     def get_many(
-        self, digest: str, texts: Sequence[str], dimension: int
+        self, namespace: str, texts: Sequence[str], dimension: int
     ) -> list[npt.NDArray[np.float32] | None]:
         """Look texts up.
 
         Args:
-            digest: The embedding function's fingerprint digest.
+            namespace: The embedding function's cache namespace (see the module docstring).
             texts: The texts.
             dimension: The expected vector length.
 
         Returns:
             One float32 vector or None (miss) per text, in order.
         """
-        return [None if e is None else e[0] for e in self.lookup(digest, texts, dimension)]
+        return [None if e is None else e[0] for e in self.lookup(namespace, texts, dimension)]
 
     def lookup(
-        self, digest: str, texts: Sequence[str], dimension: int
+        self, namespace: str, texts: Sequence[str], dimension: int
     ) -> list[tuple[npt.NDArray[np.float32], int | None] | None]:
         """Look texts up, with the token counts stored beside their vectors.
 
         Args:
-            digest: The embedding function's fingerprint digest.
+            namespace: The embedding function's cache namespace (see the module docstring).
             texts: The texts.
             dimension: The expected vector length.
 
@@ -266,7 +272,7 @@ class EmbeddingCache:
         if cache is None:
             self.stats.misses += len(texts)
             return result
-        keys = [_key(digest, t) for t in texts]
+        keys = [_key(namespace, t) for t in texts]
         try:
             # Plain reads (never wait for a writer), then a best-effort LRU touch.
             raw, rowids = cache.read_many(keys)
@@ -291,7 +297,7 @@ class EmbeddingCache:
 
     def set_many(
         self,
-        digest: str,
+        namespace: str,
         texts: Sequence[str],
         vectors: Sequence[npt.ArrayLike] | npt.NDArray[Any],
         tokens: Sequence[int | None] | None = None,
@@ -299,7 +305,7 @@ class EmbeddingCache:
         """Store vectors (overwriting any entry, valid or not), in one transaction.
 
         Args:
-            digest: The embedding function's fingerprint digest.
+            namespace: The embedding function's cache namespace (see the module docstring).
             texts: The texts.
             vectors: One vector per text (a 2-D array or a list of 1-D arrays).
             tokens: Optional token count per text (before truncation), stored beside it.
@@ -314,7 +320,7 @@ class EmbeddingCache:
         cache = self._open() if texts else None
         if cache is None:
             return
-        keys = [_key(digest, t) for t in texts]
+        keys = [_key(namespace, t) for t in texts]
         entries = [(k, encode_entry(k, v, n)) for k, v, n in zip(keys, rows, counts, strict=True)]
         try:
             with cache.transact():

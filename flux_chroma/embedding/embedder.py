@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -17,10 +18,16 @@ from flux_chroma.embedding.fast_default import (
     ensure_model_available,
     local_model_dir,
 )
-from flux_chroma.embedding.identity import compute_fingerprint
+from flux_chroma.embedding.identity import (
+    cache_namespace,
+    compute_fingerprint,
+    uncacheable_reason,
+)
 from flux_chroma.errors import EmbeddingFunctionError, FluxChromaError, InvalidDocumentError
 
 __all__ = ["CachingEmbedder", "EmbedResult", "Precomputed"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -55,16 +62,20 @@ class Precomputed:
     model run of that text (it still counts as embedded, and is stored in the cache then).
 
     Attributes:
-        digest: Fingerprint digest of the function that computed them (others are ignored).
+        namespace: Cache namespace (name, config and fingerprint) of the function that
+            computed them; None for a function that has none (then only that very function
+            object may use them).
         vectors: Validated float32 vector per text.
         counts: Tokens per text before truncation (None when unknown).
         seconds: Time the embedding function took for them.
+        source: The embedding function that computed them.
     """
 
-    digest: str
+    namespace: str | None
     vectors: dict[str, npt.NDArray[np.float32]]
     counts: dict[str, int | None]
     seconds: float
+    source: Any = field(default=None, repr=False, compare=False)
 
 
 def _ef_label(ef: Any) -> str:
@@ -82,10 +93,15 @@ class CachingEmbedder:
 
     Args:
         ef: Any Chroma embedding function (called with a list of strings).
-        cache: Optional host-wide :class:`EmbeddingCache`.
-        digest: Cache namespace: a fingerprint digest. Pass the collection pin's digest
-            (after checking the pin with ``fingerprints_match``) so every worker shares one
-            namespace. Default: the digest of ``compute_fingerprint(ef)``.
+        cache: Optional host-wide :class:`EmbeddingCache`. Used only when ``ef`` states its
+            whole identity (``name()`` and a ``get_config()`` dict): entries are keyed by
+            :func:`~flux_chroma.embedding.identity.cache_namespace` (name, config and this
+            digest). A function without one is never cached (a warning says so once per
+            embedder): its settings are invisible, so it could be served another
+            configuration's vectors.
+        digest: The fingerprint digest in the cache namespace. Pass the collection pin's
+            digest (after checking the pin with ``fingerprints_match``) so every worker
+            shares one namespace. Default: the digest of ``compute_fingerprint(ef)``.
         dimension: Required vector length. Default: ``compute_fingerprint(ef).dimension``.
         count_tokens: Count texts beyond the token limit when the function's tokenizer is
             known (costs one extra tokenizer pass, no model run).
@@ -104,6 +120,8 @@ class CachingEmbedder:
         self.cache = cache
         self._digest = digest
         self._dimension = dimension
+        self._cache_namespace: str | None = None
+        self._namespace_known = False
         self._counter: FastDefaultEmbedding | None = None
         if count_tokens:
             if isinstance(ef, FastDefaultEmbedding):
@@ -116,15 +134,34 @@ class CachingEmbedder:
     def __repr__(self) -> str:
         return f"CachingEmbedder(ef={type(self.ef).__name__}, cache={self.cache!r})"
 
-    def _namespace(self) -> tuple[str, int]:
-        """The cache digest and the dimension (fingerprinting ``ef`` if either is missing)."""
+    def _namespace(self) -> tuple[str | None, int]:
+        """The cache namespace (None: never cached) and the dimension.
+
+        ``ef`` is fingerprinted only when the digest or the dimension was not given.
+        """
         if self._digest is None or self._dimension is None:
             fingerprint = compute_fingerprint(self.ef)
             if self._digest is None:
                 self._digest = fingerprint.digest
             if self._dimension is None:
                 self._dimension = fingerprint.dimension
-        return self._digest, self._dimension
+        if not self._namespace_known:
+            namespace = cache_namespace(self.ef, self._digest)
+            if namespace is None and self.cache is not None:
+                log.warning(
+                    "cache=True: the vectors of embedding function %s are not cached, because "
+                    "%s (its settings are invisible, so another configuration's vectors could "
+                    "be served). To cache them, give it name() and a get_config() returning "
+                    "every setting that can change a vector.",
+                    _ef_label(self.ef),
+                    uncacheable_reason(self.ef),
+                )
+            self._cache_namespace, self._namespace_known = namespace, True
+        return self._cache_namespace, self._dimension
+
+    def _usable(self, ready: Precomputed, namespace: str | None) -> bool:
+        """Whether vectors computed ahead came from this very function or its namespace."""
+        return ready.source is self.ef or (namespace is not None and ready.namespace == namespace)
 
     def _check_texts(self, texts: Sequence[str]) -> list[str]:
         items = list(texts)
@@ -138,12 +175,12 @@ class CachingEmbedder:
         return items
 
     def _lookup(
-        self, digest: str, dim: int, unique: list[str]
+        self, namespace: str | None, dim: int, unique: list[str]
     ) -> tuple[list[npt.NDArray[np.float32] | None], list[int | None]]:
         found: list[npt.NDArray[np.float32] | None] = [None] * len(unique)
         counts: list[int | None] = [None] * len(unique)  # tokens before truncation
-        if self.cache is not None and unique:
-            for u, entry in enumerate(self.cache.lookup(digest, unique, dim)):
+        if self.cache is not None and namespace is not None and unique:
+            for u, entry in enumerate(self.cache.lookup(namespace, unique, dim)):
                 if entry is not None:
                     found[u], counts[u] = entry
         return found, counts
@@ -165,12 +202,12 @@ class CachingEmbedder:
             InvalidDocumentError, ModelNotAvailableError, EmbeddingFunctionError: As :meth:`embed`.
         """
         items = self._check_texts(texts)
-        digest, dim = self._namespace()
+        namespace, dim = self._namespace()
         unique = list(dict.fromkeys(items))
-        found, _ = self._lookup(digest, dim, unique)
+        found, _ = self._lookup(namespace, dim, unique)
         todo = [unique[u] for u, vector in enumerate(found) if vector is None]
         if not todo:
-            return Precomputed(digest, {}, {}, 0.0)
+            return Precomputed(namespace, {}, {}, 0.0, self.ef)
         fresh: list[int | None] = [None] * len(todo)
         if self._counter is not None:
             fresh = list(self._counter.token_counts(todo))
@@ -179,7 +216,11 @@ class CachingEmbedder:
         seconds = time.perf_counter() - start
         rows = self._validate(computed, todo, dim, items)
         return Precomputed(
-            digest, dict(zip(todo, rows, strict=True)), dict(zip(todo, fresh, strict=True)), seconds
+            namespace,
+            dict(zip(todo, rows, strict=True)),
+            dict(zip(todo, fresh, strict=True)),
+            seconds,
+            self.ef,
         )
 
     def embed(self, texts: Sequence[str], ready: Precomputed | None = None) -> EmbedResult:
@@ -201,17 +242,17 @@ class CachingEmbedder:
             EmbeddingFunctionError: The embedding function raised (named in the message).
         """
         items = self._check_texts(texts)
-        digest, dim = self._namespace()
+        namespace, dim = self._namespace()
         first: dict[str, int] = {}
         unique: list[str] = []
         for text in items:
             if text not in first:
                 first[text] = len(unique)
                 unique.append(text)
-        found, counts = self._lookup(digest, dim, unique)
+        found, counts = self._lookup(namespace, dim, unique)
         todo = [u for u, vector in enumerate(found) if vector is None]
         given: dict[int, npt.NDArray[np.float32]] = {}
-        if ready is not None and ready.digest == digest:
+        if ready is not None and self._usable(ready, namespace):
             for u in todo:
                 row = ready.vectors.get(unique[u])
                 if row is not None:
@@ -224,7 +265,7 @@ class CachingEmbedder:
                 fresh = self._counter.token_counts([unique[u] for u in uncounted])
                 for u, n in zip(uncounted, fresh, strict=True):
                     counts[u] = n
-                self._store_counts(digest, uncounted, unique, found, counts)
+                self._store_counts(namespace, uncounted, unique, found, counts)
         seconds = ready.seconds if given and ready is not None else 0.0
         if todo:
             missing = [u for u in todo if u not in given]
@@ -240,9 +281,9 @@ class CachingEmbedder:
             rows = [given[u] for u in todo]
             for u, row in zip(todo, rows, strict=True):
                 found[u] = row
-            if self.cache is not None:
+            if self.cache is not None and namespace is not None:
                 self.cache.set_many(
-                    digest, [unique[u] for u in todo], rows, [counts[u] for u in todo]
+                    namespace, [unique[u] for u in todo], rows, [counts[u] for u in todo]
                 )
         matrix = np.empty((len(unique), dim), dtype=np.float32)
         for u, vector in enumerate(found):
@@ -265,7 +306,7 @@ class CachingEmbedder:
 
     def _store_counts(
         self,
-        digest: str,
+        namespace: str | None,
         uncounted: list[int],
         unique: list[str],
         found: list[npt.NDArray[np.float32] | None],
@@ -273,10 +314,10 @@ class CachingEmbedder:
     ) -> None:
         """Rewrite hits cached without a token count (older entries) with the count added."""
         older = [u for u in uncounted if found[u] is not None]
-        if self.cache is not None and older:
+        if self.cache is not None and namespace is not None and older:
             rows = [v for v in (found[u] for u in older) if v is not None]
             self.cache.set_many(
-                digest, [unique[u] for u in older], rows, [counts[u] for u in older]
+                namespace, [unique[u] for u in older], rows, [counts[u] for u in older]
             )
 
     def _compute(self, texts: list[str]) -> list[Any]:

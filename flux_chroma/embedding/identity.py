@@ -1,8 +1,13 @@
-"""Embedding-function identity and behavioural fingerprint, used to pin collections.
+"""Embedding-function identity and behavioural fingerprint, used to pin collections and to
+name embedding-cache entries.
 
 Identity (:func:`ef_identity`) is what Chroma itself persists: ``name()`` and ``get_config()``.
 It cannot tell two models apart behind the same name, so a collection is also pinned to a
 :class:`Fingerprint` of what the function *does*: it embeds the fixed :data:`CANARY_TEXTS`.
+Neither is enough alone for the embedding cache: the canary texts are short, so two functions
+that differ only on long texts (e.g. their truncation) share a fingerprint. Cache entries are
+therefore keyed by :func:`cache_namespace`: name, whole config and fingerprint together, and a
+function without a usable ``get_config()`` is never cached.
 
 Fingerprint design:
 
@@ -11,7 +16,7 @@ Fingerprint design:
   are identical on every platform and NumPy version). Every component of every canary vector
   contributes. Stored rounded to 6 decimals.
 * ``digest``: first 16 hex chars of SHA-256 over the dimension and the probes rounded to
-  2 decimals. It keys the embedding cache and is a quick equality hint.
+  2 decimals. It is part of the embedding-cache namespace and a quick equality hint.
 * ``dimension``: the vector length.
 
 :func:`fingerprints_match` is the authority: equal dimension and every probe within
@@ -48,11 +53,13 @@ __all__ = [
     "CANARY_TEXTS",
     "DEFAULT_TOLERANCE",
     "Fingerprint",
+    "cache_namespace",
     "clear_fingerprint_cache",
     "compute_fingerprint",
     "ef_identity",
     "fingerprint_from_vectors",
     "fingerprints_match",
+    "uncacheable_reason",
 ]
 
 CANARY_TEXTS: tuple[str, ...] = (
@@ -67,6 +74,7 @@ DEFAULT_TOLERANCE = 1e-3
 """Largest probe difference for which two fingerprints still match."""
 
 _FORMAT = 1
+_NAMESPACE_FORMAT = 2  # 1 was the bare fingerprint digest (before issue 22)
 _PROBES = 64
 _DIGEST_DECIMALS = 2
 _PROBE_DECIMALS = 6
@@ -75,6 +83,37 @@ _SIGN_BYTES: dict[int, npt.NDArray[np.float64]] = {}
 
 def _json_safe(value: Any) -> Any:
     return json.loads(json.dumps(value, sort_keys=True, default=str))
+
+
+def _stated_name(ef: Any) -> str | None:
+    """``ef.name()`` when it is a non-empty string, else None (a legacy function)."""
+    getter = getattr(ef, "name", None)
+    if not callable(getter):
+        return None
+    try:
+        name = getter()
+    except Exception:  # noqa: BLE001 - any EF, any failure: treat as legacy
+        return None
+    return name if isinstance(name, str) and name else None
+
+
+def _stated_config(ef: Any) -> dict[str, Any] | None:
+    """``ef.get_config()`` made JSON-safe, or None when the function states no config.
+
+    None means: no ``get_config``, Chroma's base-class stub (returns ``NotImplemented``), a
+    call that raises, or a value that is not a dict or cannot be serialised.
+    """
+    get_config = getattr(ef, "get_config", None)
+    if not callable(get_config):
+        return None
+    try:
+        config = get_config()
+        if not isinstance(config, dict):
+            return None
+        safe = _json_safe(config)
+    except Exception:  # noqa: BLE001 - any EF, any failure: no config
+        return None
+    return safe if isinstance(safe, dict) else None
 
 
 def ef_identity(ef: Any) -> dict[str, Any]:
@@ -88,26 +127,56 @@ def ef_identity(ef: Any) -> dict[str, Any]:
         strings). A legacy function (no ``name()``) is named by its class' module and
         qualified name, with config ``{}``; an unsupported ``get_config()`` gives ``{}``.
     """
-    name: Any = NotImplemented
-    getter = getattr(ef, "name", None)
-    if callable(getter):
-        try:
-            name = getter()
-        except Exception:  # noqa: BLE001 - any EF, any failure: treat as legacy
-            name = NotImplemented
-    if not isinstance(name, str) or not name:
+    name = _stated_name(ef)
+    if name is None:
         cls = type(ef)
         return {"name": f"{cls.__module__}.{cls.__qualname__}", "config": {}}
-    config: Any = {}
-    get_config = getattr(ef, "get_config", None)
-    if callable(get_config):
-        try:
-            config = get_config()
-        except Exception:  # noqa: BLE001 - any EF, any failure: no config
-            config = {}
-    if not isinstance(config, dict):
-        config = {}
-    return {"name": name, "config": _json_safe(config)}
+    config = _stated_config(ef)
+    return {"name": name, "config": config if config is not None else {}}
+
+
+def uncacheable_reason(ef: Any) -> str | None:
+    """Say why ``ef``'s vectors cannot be cached safely (a short phrase), or return None.
+
+    Args:
+        ef: Any embedding function.
+
+    Returns:
+        The reason, naming the missing method, or None when ``ef`` can be cached.
+    """
+    if _stated_name(ef) is None:
+        return "it has no name() returning a non-empty string"
+    if _stated_config(ef) is None:
+        return "it has no get_config() returning a dict"
+    return None
+
+
+def cache_namespace(ef: Any, digest: str) -> str | None:
+    """Return the embedding-cache namespace of ``ef``: name, whole config and fingerprint.
+
+    The fingerprint alone is not enough (its four canary texts are short: two functions that
+    differ only on long texts share it). The class is left out, so Chroma's default function
+    and :class:`~flux_chroma.embedding.FastDefaultEmbedding` keep sharing their vectors.
+
+    Args:
+        ef: An embedding function.
+        digest: Its fingerprint digest (a collection's pinned digest).
+
+    Returns:
+        ``"ns2-"`` and 32 hex chars of SHA-256 over the canonical JSON of name, config and
+        digest; None when ``ef`` has no ``name()`` or no usable ``get_config()`` (its settings
+        are invisible, so it is never cached; see :func:`uncacheable_reason`).
+    """
+    name, config = _stated_name(ef), _stated_config(ef)
+    if name is None or config is None:
+        return None
+    canonical = json.dumps(
+        {"v": _NAMESPACE_FORMAT, "name": name, "config": config, "fingerprint": str(digest)},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=True,
+    )
+    return f"ns{_NAMESPACE_FORMAT}-{hashlib.sha256(canonical.encode()).hexdigest()[:32]}"
 
 
 @dataclass(frozen=True)
@@ -115,7 +184,7 @@ class Fingerprint:
     """What an embedding function does to the canary texts.
 
     Attributes:
-        digest: 16 hex chars; keys the embedding cache. Not for pin checks.
+        digest: 16 hex chars; part of the embedding-cache namespace. Not for pin checks.
         dimension: Vector length.
         probe: 64 projections of the canary vectors (6 decimals); compared with tolerance.
     """
@@ -248,10 +317,10 @@ def _cache_key(ef: Any) -> str | None:
     """A per-process cache key, or None when the identity does not pin the behaviour."""
     from flux_chroma.embedding.fast_default import local_model_dir
 
+    if uncacheable_reason(ef) is not None:
+        return None  # no name() or no config: two instances of one class may differ
     identity = ef_identity(ef)
     cls = type(ef)
-    if identity["name"] == f"{cls.__module__}.{cls.__qualname__}":
-        return None  # legacy: two instances of one class may differ
     folder = local_model_dir(ef)
     extra = str(folder) if folder is not None else ""
     return json.dumps(
@@ -263,11 +332,11 @@ def _cache_key(ef: Any) -> str | None:
 def compute_fingerprint(ef: Any, *, use_cache: bool = True) -> Fingerprint:
     """Embed the canary texts with ``ef`` and fingerprint the result.
 
-    Computed once per process per class, identity and model folder (legacy functions without
-    ``name()`` are not cached). For functions backed by local model files the result is also
-    persisted on this host, keyed by those files' identity (size, times, inode, versions), so
-    a later process checks a pin without loading the model
-    (:mod:`flux_chroma.embedding.fingerprint_store`).
+    Computed once per process per class, identity and model folder (functions without
+    ``name()`` or a usable ``get_config()`` are not memoised: their settings are invisible).
+    For functions backed by local model files the result is also persisted on this host,
+    keyed by those files' identity (size, times, inode, versions), so a later process checks
+    a pin without loading the model (:mod:`flux_chroma.embedding.fingerprint_store`).
 
     Args:
         ef: A Chroma embedding function (anything callable on a list of strings).
