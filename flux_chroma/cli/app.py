@@ -281,6 +281,10 @@ def doctor(
     data_dir: Annotated[
         Path | None, typer.Option("--data-dir", metavar="DIR", help="The Chroma data directory (its filesystem is checked).")
     ] = None,
+    flux: Annotated[
+        str | None,
+        typer.Option("--flux", metavar="URL", help="A Flux server: run the canary workflow on each of its workers."),
+    ] = None,
     json_out: JsonOut = False,
     wide: Wide = False,
     flux_home: FluxHome = None,
@@ -289,6 +293,8 @@ def doctor(
     """Check server, versions, model, pins, PersistentClient use and filesystems.
 
     Without --tenant, the pins of every collection in Chroma's default database are checked.
+    With --flux URL, each online worker of that Flux server runs a canary workflow that imports
+    flux-chroma as an ingestion job would, and reports its versions, model and error.
     Exits 4 when any check fails (warnings do not fail).
     """
     with cli_errors(debug=debug, json_out=json_out):
@@ -314,6 +320,10 @@ def doctor(
             project=(project or Path(".")).resolve(),
             paths=paths,
         )
+        if flux is not None:
+            from flux_chroma.cli.fleet import check_fleet
+
+            checks.extend(check_fleet(flux))
         failed = any(c.status == "fail" for c in checks)
         if json_out:
             print_json({"ok": not failed, "checks": [c.to_dict() for c in checks]})

@@ -1,0 +1,67 @@
+"""The fleet canary: a Flux workflow that checks flux-chroma on whichever worker runs it.
+
+``flux-chroma doctor --flux URL`` registers this file with the Flux server and runs
+``flux-chroma/canary`` once per online worker. Only this file is shipped to the workers, and
+it imports nothing but Flux at module level: a worker on which ``import flux_chroma`` fails
+(not installed, a broken install, an error in Flux's child process) still runs the canary,
+which returns that error instead of dying. The workflow is ``transient``: should its child
+process die anyway, Flux fails it at once instead of re-dispatching it forever (what Flux
+0.87 does with a durable execution whose worker child exits before reporting).
+
+Definitions only: Flux re-executes this module when it registers or runs the workflow.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flux import ExecutionContext, workflow
+
+
+@workflow.with_options(namespace="flux-chroma", name="canary", durability="transient")
+async def canary(ctx: ExecutionContext[dict[str, Any]]) -> dict[str, Any]:
+    """Import flux-chroma as an ingestion job would and report what this worker has.
+
+    Returns:
+        ``{"ok", "pid", "python", "flux_chroma", "chromadb", "model", "chroma", "server_url",
+        "error"}``: ``ok`` is False with ``error`` (type, message and the last frames) when
+        importing flux-chroma's ingestion workflows fails; ``model`` and ``chroma`` say
+        whether the default model's files are here and the Chroma server answers.
+    """
+    import os
+    import platform
+    import traceback
+
+    report: dict[str, Any] = {"ok": False, "pid": os.getpid(), "python": platform.python_version()}
+    try:
+        import flux_chroma
+        import flux_chroma.ingest.workflow  # what an ingestion job imports
+        from flux_chroma.errors import FluxChromaError
+
+        report["flux_chroma"] = flux_chroma.__version__
+        import chromadb
+
+        report["chromadb"] = chromadb.__version__
+    except Exception as exc:  # noqa: BLE001 - the point: report it instead of dying
+        frames = traceback.format_exception(exc, limit=-4)
+        report["error"] = f"{type(exc).__name__}: {exc}"
+        report["traceback"] = "".join(frames)[-2000:]
+        return report
+    from flux.config import Configuration
+
+    from flux_chroma.chroma.settings import ConnectionSettings
+    from flux_chroma.cli.doctor import check_model, check_server
+
+    try:  # where this worker starts child executions (an ingestion job's units)
+        report["server_url"] = str(Configuration.get().settings.workers.server_url)
+    except AttributeError:
+        report["server_url"] = None
+    checks = [check_model()[0]]
+    try:
+        checks.append(check_server(ConnectionSettings.resolve(None))[0])
+    except FluxChromaError as exc:
+        report["chroma"] = f"fail: {exc}"
+    for check in checks:
+        report[check.name if check.name == "model" else "chroma"] = f"{check.status}: {check.detail}"
+    report["ok"] = all(not str(report.get(k, "")).startswith("fail") for k in ("model", "chroma"))
+    return report
