@@ -60,7 +60,8 @@ def test_run_local_deploys_ingests_queries_and_tears_down(tmp_path: Path) -> Non
         assert (item["receipt"]["docs"], item["receipt"]["added"], item["receipt"]["batches"]) == (3, 3, 2)
 
     # ...and each tenant's question was answered from its own documents only.
-    answers = {a["tenant"]: a for a in summary["ask"]}
+    answers = {a["tenant"]: a for a in summary["ask"]}  # "tenant": what the workflow itself used
+    assert set(answers) == {"acme", "globex"}
     assert answers["acme"]["hits"][0]["document"].startswith("Acme refunds")
     assert answers["globex"]["hits"][0]["document"].startswith("Globex gives store credit")
     assert all(h["document"].startswith("Acme") for h in answers["acme"]["hits"])

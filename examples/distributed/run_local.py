@@ -20,8 +20,9 @@ It starts, as separate OS processes (each in its own process group):
    told where the Flux server is (``FLUX_WORKERS__SERVER_URL``: a workflow that starts
    child executions, like an ingestion job with ``parallel``, calls the server with it).
 
-Then it registers ``workflows.py`` with ``flux workflow register``, runs two ingestions at
-once (tenants ``acme`` and ``globex``, same collection name) and one question per tenant
+Then it registers ``workflows.py`` once per tenant (namespaces ``kb-acme`` and ``kb-globex``:
+the tenant comes from the workflow a caller may run, never from its input), runs two
+ingestions at once (same collection name) and one question per tenant
 through ``flux workflow run --mode sync``, prints what came back and which worker ran it,
 and stops every process it started, by pid, even when a step fails or it is interrupted.
 With ``--hold`` it keeps the fleet running afterwards (``WORKDIR/fleet.env`` holds the URLs)
@@ -265,15 +266,21 @@ def deploy_and_run(stack: Stack, flux_db: str = "postgresql", workers: int = 2) 
     wait_for("the workers online", online, stack, names[-1])
     print(f"Chroma {chroma_url}  Flux {flux_url} ({flux_db})  workers {', '.join(names)}", flush=True)
 
-    # 4. Register the workflows, then ingest both tenants at once and ask each a question.
-    print(flux(["workflow", "register", str(HERE / "workflows.py"), "--server-url", flux_url], server_env).strip())
+    # 4. Register the workflows once per tenant (namespace kb-<tenant>: the tenant is bound to
+    #    what the caller may run, never to its input), then ingest both tenants at once and ask
+    #    each a question.
+    from workflows import register_for
+
+    for tenant in DOCS:
+        copy = register_for(tenant, work / f"kb-{tenant}.py")
+        print(flux(["workflow", "register", str(copy), "--server-url", flux_url], server_env).strip())
     for tenant, docs in DOCS.items():  # the sources: files every worker can read
         folder = work / "docs" / tenant
         folder.mkdir(parents=True, exist_ok=True)
         for doc in docs:
             (folder / f"{doc['id']}.md").write_text(doc["text"] + "\n")
     ingests = run_workflows(
-        [("kb/ingest", {"tenant": t, "path": str(work / "docs" / t)}) for t in DOCS], server_env, flux_url
+        [(f"kb-{t}/ingest", {"path": str(work / "docs" / t)}) for t in DOCS], server_env, flux_url
     )
     for tenant, execution in zip(DOCS, ingests, strict=True):
         report = execution["output"]
@@ -283,7 +290,7 @@ def deploy_and_run(stack: Stack, flux_db: str = "postgresql", workers: int = 2) 
             f"(added {report['added']}, skipped {report['skipped']})",
             flush=True,
         )
-    asks = run_workflows([("kb/ask", {"tenant": t, "question": q}) for t, q in QUESTIONS.items()], server_env, flux_url)
+    asks = run_workflows([(f"kb-{t}/ask", {"question": q}) for t, q in QUESTIONS.items()], server_env, flux_url)
     for tenant, execution in zip(QUESTIONS, asks, strict=True):
         print(f"\n{tenant} asks {QUESTIONS[tenant]!r} (ran on {execution['current_worker']}):")
         for rank, hit in enumerate(execution["output"]["hits"], start=1):
