@@ -32,6 +32,7 @@ from flux_chroma.errors import (
     OneOwnerError,
     ServerStartError,
     SourceChangedError,
+    SourceConflictError,
     TenantError,
     UnpinnedCollectionError,
 )
@@ -126,4 +127,5 @@ __all__ = [
     "NotChromaServerError",
     "ServerStartError",
     "SourceChangedError",
+    "SourceConflictError",
 ]

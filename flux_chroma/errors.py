@@ -33,6 +33,7 @@ __all__ = [
     "OneOwnerError",
     "ServerStartError",
     "SourceChangedError",
+    "SourceConflictError",
     "TenantError",
     "UnpinnedCollectionError",
     "classify_chroma_error",
@@ -128,6 +129,16 @@ class ModelNotAvailableError(FluxChromaError):
 
 class SourceChangedError(FluxChromaError):
     """An ingestion source changed under a running job (its digest no longer matches)."""
+
+
+class SourceConflictError(ConfigurationError):
+    """An ingestion source's id already names records read from another location.
+
+    Raised before anything is written: the collection holds records of the same source id
+    that came from a different folder, file or loader (another job's, or this source's
+    before it moved). The message names both locations and says what to do: give the
+    source another id, or opt in to ``relocate`` when the folder really moved.
+    """
 
 
 class ServerStartError(FluxChromaError):

@@ -155,8 +155,13 @@ def stored(raw_client: Any, tenant: str, name: str = "notes") -> dict[str, tuple
     return {rid: (doc, meta) for rid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=True)}
 
 
-def assert_stored_exactly(raw_client: Any, physical: str, expected: dict[str, Any], source: str) -> None:
-    """The collection holds exactly the ``expected`` chunks (``{id: Chunk}``): ids, texts, metadata."""
+def assert_stored_exactly(raw_client: Any, physical: str, expected: dict[str, Any], source: dict[str, Any]) -> None:
+    """The collection holds exactly the ``expected`` chunks (``{id: Chunk}``): ids, texts, metadata.
+
+    ``source`` is the job's normalized source (``IngestJob.sources[i]``): its id and location
+    are stored with every chunk.
+    """
+    from flux_chroma.ingest.sources import source_location
     from flux_chroma.tasks.writer import content_hash
 
     got = raw_client.get_collection(physical).get(include=["documents", "metadatas"])
@@ -164,7 +169,12 @@ def assert_stored_exactly(raw_client: Any, physical: str, expected: dict[str, An
     for rid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=True):
         chunk = expected[rid]
         assert doc == chunk.text
-        assert meta == {**chunk.metadata, "fc_source": source, "fc_hash": content_hash(chunk.document())}
+        assert meta == {
+            **chunk.metadata,
+            "fc_source": source["id"],
+            "fc_loc": source_location(source),
+            "fc_hash": content_hash(chunk.document()),
+        }
 
 
 def _main(spec_path: str) -> int:

@@ -68,7 +68,7 @@ def _expected(job: dict[str, Any]) -> dict[str, Any]:
 
 def _assert_exact(raw_client: Any, tenant: str, job: dict[str, Any]) -> dict[str, Any]:
     expected = _expected(job)
-    assert_stored_exactly(raw_client, f"{tenant}__notes", expected, "notes")
+    assert_stored_exactly(raw_client, f"{tenant}__notes", expected, IngestJob.from_dict(job).sources[0])
     return expected
 
 

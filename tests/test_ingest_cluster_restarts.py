@@ -136,7 +136,7 @@ def _assert_completed_exactly(
 ) -> dict[str, Any]:
     assert execution["state"] == "COMPLETED", json.dumps(execution.get("output"))[:2000]
     expected = _expected(job)
-    assert_stored_exactly(chroma.client(), f"{tenant}__notes", expected, "notes")
+    assert_stored_exactly(chroma.client(), f"{tenant}__notes", expected, IngestJob.from_dict(job).sources[0])
     report = execution["output"]
     assert (
         report["failed"] == 0

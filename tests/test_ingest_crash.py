@@ -120,7 +120,7 @@ def test_sigkill_mid_job_then_resume_by_execution_id_in_new_processes(tmp_path: 
 
     # Exact final contents.
     expected = {c.id: c for chunks in batches for c in chunks}
-    assert_stored_exactly(raw_client, f"{tenant}__handbook", expected, "docs")
+    assert_stored_exactly(raw_client, f"{tenant}__handbook", expected, job.sources[0])
 
     # Flux's log: one completion per batch, written by the process that finished it.
     done = _batch_events(eid)

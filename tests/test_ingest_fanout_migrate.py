@@ -72,9 +72,11 @@ def test_migration_rebuilds_with_a_new_model_then_switches_the_alias(tmp_path: P
     docs.mkdir()
     for name, text in {"chroma": "Chroma is an embedding database.", "flux": "Flux persists every state transition.", "sse": "Workers claim executions over SSE."}.items():
         (docs / f"{name}.md").write_text(text)
-    assert run_ingest({"tenant": tenant, "collection": "handbook", "sources": [{"kind": "files", "path": str(docs)}]}).has_succeeded
+    ingested = run_ingest({"tenant": tenant, "collection": "handbook", "sources": [{"kind": "files", "path": str(docs)}]})
+    assert ingested.has_succeeded
+    source_id = ingested.output["sources"][0]["id"]  # default: the folder's name plus a digest of its path
     before = query_wf.run({"tenant": tenant, "collection": "handbook", "question": "what is chroma?", "k": 1})
-    assert before.has_succeeded and before.output[0]["id"].startswith("docs/chroma.md#")
+    assert before.has_succeeded and before.output[0]["id"].startswith(f"{source_id}/chroma.md#")
 
     target = Target(ConnectionSettings.resolve(url), Namespace(tenant), "handbook")
     seen_during: list[str] = []

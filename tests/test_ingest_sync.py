@@ -102,7 +102,8 @@ def test_jsonl_metadata_key_removed_really_disappears(tmp_path: Path, tenant: st
     assert run.has_succeeded, run.output
     assert run.output["updated"] == 1 and run.output["skipped"] == 1
     ((_doc, meta),) = [v for rid, v in stored(raw_client, tenant, "faq").items() if rid.startswith("q1#")]
-    assert meta["topic"] == "ops" and "draft" not in meta and meta["fc_source"] == "faq"
+    assert meta["topic"] == "ops" and "draft" not in meta
+    assert (meta["fc_source"], meta["fc_loc"]) == (run.output["sources"][0]["id"], str(data))  # faq-<digest of the path>
 
 
 def test_source_changed_under_a_running_job_fails_clearly_then_reruns(tmp_path: Path, tenant: str, raw_client: Any) -> None:
@@ -146,8 +147,9 @@ def test_duplicate_ids_error_before_any_write_and_last_wins(tmp_path: Path, tena
     a = _jsonl(tmp_path / "a.jsonl", [("r1", "first source one"), ("r2", "first source two")])
     b = _jsonl(tmp_path / "b.jsonl", [("r2", "second source two"), ("r3", "second source three")])
     job = {"tenant": tenant, "collection": "dupes", "sources": [{"kind": "jsonl", "path": a}, {"kind": "jsonl", "path": b}]}
+    sa, sb = (src["id"] for src in IngestJob.from_dict(job).sources)  # default ids: a-<digest>, b-<digest>
 
-    with pytest.raises(DuplicateIdError, match=r"'r2' in a:a\.jsonl byte \d+, b:b\.jsonl byte 0"):
+    with pytest.raises(DuplicateIdError, match=rf"'r2' in {sa}:a\.jsonl byte \d+, {sb}:b\.jsonl byte 0"):
         run_ingest(job)  # refused at submission
     run = ingest_job.run(job)  # the workflow refuses it too, in its plan task, before any write
     assert run.has_failed and isinstance(run.output, DuplicateIdError) and "last_wins" in str(run.output)
@@ -157,7 +159,7 @@ def test_duplicate_ids_error_before_any_write_and_last_wins(tmp_path: Path, tena
     assert ok.has_succeeded, ok.output
     second_line = len(json.dumps({"id": "r1", "text": "first source one"})) + 1
     assert ok.output["duplicates"] == [
-        {"id": "r2", "sources": [f"a:a.jsonl byte {second_line}", "b:b.jsonl byte 0"], "kept": "b:b.jsonl byte 0"}
+        {"id": "r2", "sources": [f"{sa}:a.jsonl byte {second_line}", f"{sb}:b.jsonl byte 0"], "kept": f"{sb}:b.jsonl byte 0"}
     ]
     docs = {rid.split("#")[0]: doc for rid, (doc, _m) in stored(raw_client, tenant, "dupes").items()}
     assert docs == {"r1": "first source one", "r2": "second source two", "r3": "second source three"}

@@ -57,6 +57,7 @@ EXPECTED = {
     "NotChromaServerError",
     "ServerStartError",
     "SourceChangedError",
+    "SourceConflictError",
 }
 
 

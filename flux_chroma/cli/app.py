@@ -145,6 +145,18 @@ def ingest(
     parallel: Annotated[
         int, typer.Option("--parallel", metavar="N", help="Units of consecutive batches running at once (1-256).")
     ] = 1,
+    source_id: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--source-id",
+            metavar="NAME",
+            help="Source id, one per PATH in order: a name that stays when the folder moves [default: name plus a digest of the absolute path].",
+        ),
+    ] = None,
+    relocate: Annotated[
+        bool,
+        typer.Option("--relocate", help="The folder moved: take over the records its source id holds from the old location."),
+    ] = False,
     url: Url = None,
     tenant: Tenant = None,
     tenancy: Tenancy = "prefix",
@@ -184,6 +196,8 @@ def ingest(
             cache=cache,
             key=key,
             parallel=parallel,
+            source_ids=source_id,
+            relocate=relocate,
         )
         with use_flux_home(flux_home), ProgressReporter(quiet=json_out) as reporter, stop_on_signals(reporter):
             run = run_ingest(job, on_progress=reporter.callback)

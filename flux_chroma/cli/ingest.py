@@ -34,25 +34,47 @@ from flux_chroma.cli.text import plural
 __all__ = ["sources_for", "build_job", "ProgressReporter", "summary_line", "stop_on_signals", "report_run"]
 
 
-def sources_for(paths: Sequence[Path], globs: Sequence[str] | None = None) -> list[dict[str, Any]]:
+def sources_for(
+    paths: Sequence[Path],
+    globs: Sequence[str] | None = None,
+    *,
+    source_ids: Sequence[str] | None = None,
+    relocate: bool = False,
+) -> list[dict[str, Any]]:
     """Map command-line paths to ingestion sources.
 
     A directory becomes a ``files`` source (``globs`` or ``**/*.md`` + ``**/*.txt``), a
     ``.jsonl`` file a ``jsonl`` source, any other file a ``files`` source for that one file.
+    Without ``source_ids`` each source gets the library's default id: a readable name plus a
+    digest of its absolute path (a single file: of the file's path), so two folders that
+    share a base name are two sources.
 
     Args:
         paths: Files and directories.
         globs: Patterns for directories (default: the ingestion defaults).
+        source_ids: One id per path, in order (``--source-id``): a name that stays the same
+            when the folder moves.
+        relocate: Let each source take over the records its id holds from another location
+            (``--relocate``: the folder moved).
 
     Returns:
         Source references for :class:`~flux_chroma.ingest.IngestJob`.
 
     Raises:
-        CliError: A path does not exist, or no file in a directory matches the globs
-            (exit code 2).
+        CliError: A path does not exist, no file in a directory matches the globs, or the
+            number of ``source_ids`` differs from the number of paths (exit code 2).
     """
+    from flux_chroma.ingest.sources import default_source_id
+
+    if source_ids and len(source_ids) != len(paths):
+        raise CliError(
+            f"got {len(source_ids)} --source-id values for {plural(len(paths), 'path')}.",
+            "give one --source-id per PATH, in the same order, or none (each source then gets a "
+            "name plus a digest of its absolute path).",
+            ExitCode.USAGE,
+        )
     sources: list[dict[str, Any]] = []
-    for raw in paths:
+    for position, raw in enumerate(paths):
         path = raw.expanduser().resolve()
         if path.is_dir():
             source: dict[str, Any] = {"kind": "files", "path": str(path)}
@@ -62,9 +84,13 @@ def sources_for(paths: Sequence[Path], globs: Sequence[str] | None = None) -> li
         elif path.is_file() and path.suffix == ".jsonl":
             source = {"kind": "jsonl", "path": str(path)}
         elif path.is_file():
-            source = {"kind": "files", "path": str(path.parent), "glob": [path.name], "id": path.name}
+            source = {"kind": "files", "path": str(path.parent), "glob": [path.name], "id": default_source_id(path.name, str(path))}
         else:
             raise CliError(f"{raw} does not exist.", "give files or directories to ingest.", ExitCode.USAGE)
+        if source_ids:
+            source["id"] = source_ids[position]
+        if relocate:
+            source["relocate"] = True
         sources.append(source)
     return sources
 
@@ -107,6 +133,8 @@ def build_job(
     cache: bool = True,
     key: str | None = None,
     parallel: int = 1,
+    source_ids: Sequence[str] | None = None,
+    relocate: bool = False,
 ) -> dict[str, Any]:
     """Build the JSON job spec the ``ingest`` command runs.
 
@@ -125,14 +153,19 @@ def build_job(
         cache: Reuse embeddings through the embedding cache.
         key: Job key (default: a digest of the spec).
         parallel: Units (shards of consecutive batches) running at once.
+        source_ids: One source id per path (default: name plus a digest of the path).
+        relocate: Let the sources take over their ids' records from another location.
 
     Returns:
         The job dict.
+
+    Raises:
+        CliError: See :func:`sources_for` (exit code 2).
     """
     job: dict[str, Any] = {
         "tenant": tenant,
         "collection": collection,
-        "sources": sources_for(paths, globs),
+        "sources": sources_for(paths, globs, source_ids=source_ids, relocate=relocate),
         "cleanup": None if cleanup == "none" else cleanup,
         "duplicates": duplicates,
         "options": {"url": url, "tenancy": tenancy, "cache": cache},
@@ -359,15 +392,18 @@ def report_run(run: Any, json_out: bool) -> None:
         CliError: The run failed; the hint says how to resume it.
     """
     if not run.has_succeeded:
+        from flux_chroma.errors import SourceConflictError
+
         error = run.output
         text = str(error) if isinstance(error, BaseException) else f"ingestion ended {run.state}: {error!r}"
         code = exit_code_for(error) if isinstance(error, BaseException) else ExitCode.FAILED
-        raise CliError(
-            text,
+        hint = (
             f"run the same command again to resume execution {run.execution_id}: committed "
-            "batches are replayed, not rewritten.",
-            code,
+            "batches are replayed, not rewritten."
         )
+        if isinstance(error, SourceConflictError):
+            hint = "add --source-id NAME (one per PATH) for a different source, or --relocate once if the folder moved."
+        raise CliError(text, hint, code)
     report = dict(run.output)
     if json_out:
         print_json({**report, "execution_id": run.execution_id})

@@ -31,7 +31,7 @@ from flux_chroma.errors import (
     TenantError,
     classify_chroma_error,
 )
-from flux_chroma.ingest.cleanup import SOURCE_KEY, cleanup_stale
+from flux_chroma.ingest.cleanup import claim_sources, cleanup_stale, source_metadata
 from flux_chroma.ingest.lookahead import (
     drop_prefetched,
     key_of,
@@ -68,10 +68,14 @@ async def send_progress(value: dict[str, Any]) -> None:
     await progress(value)
 
 
-def _plan_sync(target: Target, job: IngestJob, expected: str | None) -> dict[str, Any]:
+def _plan_sync(target: Target, job: IngestJob, expected: str | None, options: ChromaOptions) -> dict[str, Any]:
     resolved = resolve_alias(target)
     max_batch = int(server_info(target.settings)["max_batch_size"]) or None
+    moved = claim_sources(resolved, job, ef=options.embedding_function, adopt=options.adopt)  # before any write
     plan = build_plan(job, max_batch)
+    for stats in plan["sources"]:
+        if stats["id"] in moved:
+            stats["relocated"] = moved[stats["id"]]
     if expected is not None and plan["digest"] != expected:
         raise SourceChangedError(
             f"the sources of ingestion job {job.tenant}/{job.collection} changed between submission and "
@@ -86,6 +90,11 @@ def _plan_sync(target: Target, job: IngestJob, expected: str | None) -> dict[str
 async def plan_ingest(job: dict[str, Any], expected_digest: str | None = None) -> dict[str, Any]:
     """Read a job's sources once and cut it into batch references.
 
+    Before reading the corpus it checks that no source's id holds records of another
+    location in the collection (see :func:`~flux_chroma.ingest.cleanup.claim_sources`); a
+    source with ``relocate: true`` takes such records over (``plan["sources"][i]["relocated"]``
+    counts them).
+
     Args:
         job: The job spec (:meth:`IngestJob.to_dict`).
         expected_digest: The corpus digest the job was submitted with; a different one
@@ -96,13 +105,16 @@ async def plan_ingest(job: dict[str, Any], expected_digest: str | None = None) -
         alias-resolved collection to write) and ``physical_name``.
 
     Raises:
+        SourceConflictError: A source's id holds records of another location (nothing is
+            written).
         DuplicateIdError: A document id repeats and ``duplicates="error"``.
         SourceChangedError: A source is missing, or its digest is not ``expected_digest``.
         InvalidDocumentError: A malformed record (named by source and position).
     """
-    spec = _job(chroma_options(), job)
+    options = chroma_options()
+    spec = _job(options, job)
     target = chroma_target(spec.collection)
-    plan = await asyncio.to_thread(_plan_sync, target, spec, expected_digest)
+    plan = await asyncio.to_thread(_plan_sync, target, spec, expected_digest, options)
     await send_progress({"phase": "planned", "tenant": spec.tenant, "collection": plan["collection"], "batches": len(plan["batches"]), "chunks": plan["chunks"]})
     return plan
 
@@ -127,7 +139,7 @@ def _ahead_key(target: Target, ref: dict[str, Any]) -> str:
 
 
 def _write_opts(job: IngestJob, ref: dict[str, Any], options: ChromaOptions) -> WriteOptions:
-    return options.write_options(extra_metadata={SOURCE_KEY: job.sources[ref["source"]]["id"]})
+    return options.write_options(extra_metadata=source_metadata(job.sources[ref["source"]]))
 
 
 def _prefetch(resolved: Resolved, job: IngestJob, ref: dict[str, Any], opts: WriteOptions) -> Any:

@@ -1,8 +1,15 @@
-"""Cleanup of stale chunks, run only after every batch of a job has committed.
+"""Which records a job's sources own, and cleanup of their stale chunks.
 
-Scope: the job's tenant collection, and only records whose ``fc_source`` metadata names one
-of the job's sources. Records written by other jobs or by ``embed_and_add`` are never
-touched. Modes follow LangChain's indexing API:
+Every chunk a job writes carries its source's id (``fc_source``) and location (``fc_loc``:
+the folder, file or loader it was read from). A source owns exactly the records whose id AND
+location are its own: :func:`claim_sources` (run before any write) refuses a job whose source
+id already holds records from another location (:class:`SourceConflictError`), unless that
+source opted in with ``relocate``, which moves those records to the new location.
+
+Cleanup runs only after every batch of a job has committed, in the job's tenant collection,
+and only on records whose ``fc_source`` and ``fc_loc`` are one of the job's sources'.
+Records written by other jobs or by ``embed_and_add`` are never touched, whatever the ids
+say. Modes follow LangChain's indexing API:
 
 * ``incremental``: delete chunks of the documents seen in this job that are no longer
   produced (an edited document's old chunks).
@@ -16,14 +23,116 @@ from collections.abc import Callable
 from typing import Any
 
 from flux_chroma.chroma.collections import Resolved, Target, with_collection
-from flux_chroma.errors import CollectionNotFoundError, SourceChangedError
+from flux_chroma.errors import (
+    ChromaRequestError,
+    CollectionNotFoundError,
+    SourceChangedError,
+    SourceConflictError,
+)
 from flux_chroma.ingest.plan import live_chunks
+from flux_chroma.ingest.sources import source_location
 from flux_chroma.ingest.spec import IngestJob
 
-__all__ = ["cleanup_stale", "SOURCE_KEY", "doc_key_from_id"]
+__all__ = ["cleanup_stale", "claim_sources", "source_metadata", "source_scope", "SOURCE_KEY", "LOCATION_KEY", "doc_key_from_id"]
 
 SOURCE_KEY = "fc_source"
 """Metadata key holding the id of the job source that wrote a chunk."""
+LOCATION_KEY = "fc_loc"
+"""Metadata key holding that source's location (:func:`~flux_chroma.ingest.sources.source_location`)."""
+
+
+def source_metadata(src: dict[str, Any]) -> dict[str, str]:
+    """The ``fc_*`` keys every chunk of source ``src`` carries: its id and its location."""
+    return {SOURCE_KEY: src["id"], LOCATION_KEY: source_location(src)}
+
+
+def source_scope(sources: list[dict[str, Any]] | tuple[dict[str, Any], ...]) -> dict[str, Any]:
+    """A ``where`` matching exactly the records of these sources (id AND location)."""
+    clauses = [{"$and": [{k: v} for k, v in source_metadata(src).items()]} for src in sources]
+    return clauses[0] if len(clauses) == 1 else {"$or": clauses}
+
+
+def _foreign(src: dict[str, Any]) -> dict[str, Any]:
+    """Records of ``src``'s id from another location (``$ne`` also matches a missing key)."""
+    return {"$and": [{SOURCE_KEY: src["id"]}, {LOCATION_KEY: {"$ne": source_location(src)}}]}
+
+
+def _conflict(label: str, src: dict[str, Any], other: Any) -> SourceConflictError:
+    here = source_location(src)
+    if isinstance(other, str):
+        theirs = f"records of source {src['id']!r} read from {other}"
+    else:
+        theirs = (
+            f"records of source {src['id']!r} with no recorded location (written by a flux-chroma "
+            "release that did not record it)"
+        )
+    return SourceConflictError(
+        f"source {src['id']!r} reads {here}, but collection {label} already holds "
+        f"{theirs}. Nothing was written. If these are two different sources, give this one another id "
+        "('id' in the job spec, --source-id on the command line). If those records are this source's own "
+        "(its folder moved, or an earlier release wrote them), run the job once with 'relocate': true on "
+        "the source (--relocate): it takes them over, and its cleanup then removes what the new location "
+        "no longer holds."
+    )
+
+
+def _relocate(resolved: Resolved, src: dict[str, Any], page: int) -> int:
+    """Move every record of ``src``'s id from other locations to its own (metadata only)."""
+    where, here = _foreign(src), source_location(src)
+    moved = 0
+    previous: set[str] = set()
+    while True:
+        ids = list(resolved.collection.get(where=where, include=[], limit=page)["ids"])
+        if not ids:
+            return moved
+        if previous & set(ids):  # update did not take: never loop forever
+            raise ChromaRequestError(
+                f"relocating source {src['id']!r}: the server kept returning the same records after "
+                f"their {LOCATION_KEY!r} was updated (e.g. {sorted(previous & set(ids))[:3]})."
+            )
+        resolved.collection.update(ids=ids, metadatas=[{LOCATION_KEY: here} for _ in ids])
+        moved += len(ids)
+        previous = set(ids)
+
+
+def claim_sources(target: Target, job: IngestJob, *, ef: Any = None, adopt: bool = False, page: int = 1000) -> dict[str, int]:
+    """Check, before any write, that each source's id holds no records of another location.
+
+    A source with ``relocate: true`` takes such records over instead (their ``fc_loc`` is
+    set to its location; documents, vectors and other metadata are untouched), so its
+    batches skip what is unchanged and its cleanup removes what the new location lacks.
+
+    Args:
+        target: The job's (alias-resolved) collection; a missing collection holds nothing.
+        job: The job.
+        ef: Configured embedding function (only for the pin check).
+        adopt: Adopt an unpinned collection.
+        page: Records relocated per request.
+
+    Returns:
+        ``{source id: records relocated}`` for the sources that relocated any.
+
+    Raises:
+        SourceConflictError: A source's id holds records of another location and the source
+            did not opt in with ``relocate``.
+    """
+
+    def run(resolved: Resolved) -> dict[str, int]:
+        moved: dict[str, int] = {}
+        for src in job.sources:
+            got = resolved.collection.get(where=_foreign(src), include=["metadatas"], limit=1)
+            if not got["ids"]:
+                continue
+            if not src.get("relocate"):
+                metas = got["metadatas"] or []
+                raise _conflict(target.label, src, (metas[0] if metas and metas[0] else {}).get(LOCATION_KEY))
+            moved[src["id"]] = _relocate(resolved, src, page)
+        return moved
+
+    try:
+        return with_collection(target, run, ef=ef, create=False, adopt=adopt, action=f"check the sources of {target.label!r}")
+    except CollectionNotFoundError:
+        return {}  # nothing was ever written
 
 
 def doc_key_from_id(record_id: str) -> str:
@@ -31,9 +140,8 @@ def doc_key_from_id(record_id: str) -> str:
     return record_id.rsplit("#", 1)[0]
 
 
-def _stale_ids(resolved: Resolved, source_ids: list[str], page: int, is_stale: Callable[[str], bool]) -> tuple[int, list[str]]:
+def _stale_ids(resolved: Resolved, where: dict[str, Any], page: int, is_stale: Callable[[str], bool]) -> tuple[int, list[str]]:
     """Page through the job's stored ids; keep only the stale ones (memory follows those)."""
-    where: dict[str, Any] = {SOURCE_KEY: {"$in": source_ids}}
     stale: list[str] = []
     scanned = offset = 0
     while True:
@@ -77,7 +185,7 @@ def cleanup_stale(target: Target, job: IngestJob, expected_digest: str | None, *
         return rid not in live and (mode == "full" or doc_key_from_id(rid) in docs)
 
     def run(resolved: Resolved) -> dict[str, Any]:
-        scanned, stale = _stale_ids(resolved, sorted(src["id"] for src in job.sources), page, is_stale)
+        scanned, stale = _stale_ids(resolved, source_scope(job.sources), page, is_stale)
         for start in range(0, len(stale), page):
             resolved.collection.delete(ids=stale[start : start + page])
         return {"mode": mode, "scanned": scanned, "deleted": len(stale)}

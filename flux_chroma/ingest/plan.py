@@ -18,7 +18,7 @@ from typing import Any
 
 from flux_chroma.errors import DuplicateIdError, SourceChangedError
 from flux_chroma.ingest.chunking import chunk_digest, chunk_id, doc_key_of, split_text
-from flux_chroma.ingest.sources import Unit, iter_units
+from flux_chroma.ingest.sources import Unit, iter_units, source_location
 from flux_chroma.ingest.spec import IngestJob
 from flux_chroma.tasks.validation import Document
 
@@ -134,7 +134,8 @@ def build_plan(job: IngestJob | Mapping[str, Any], max_batch: int | None = None)
 
     Returns:
         ``{"digest", "chunks", "docs", "batch_size", "sources": [...], "batches": [...],
-        "duplicates": [...], "duplicate_count"}`` (JSON-able, no document text).
+        "duplicates": [...], "duplicate_count"}`` (JSON-able, no document text); each
+        ``sources`` entry is ``{"id", "kind", "location", "docs", "chunks"}``.
 
     Raises:
         DuplicateIdError: A document id repeats and the policy is ``"error"``.
@@ -145,7 +146,7 @@ def build_plan(job: IngestJob | Mapping[str, Any], max_batch: int | None = None)
     size = min(job.batch_size, max_batch) if max_batch else job.batch_size
     excluded, duplicates = _duplicates(job)
     batches: list[dict[str, Any]] = []
-    stats = [{"id": src["id"], "kind": src["kind"], "docs": 0, "chunks": 0} for src in job.sources]
+    stats = [{"id": src["id"], "kind": src["kind"], "location": source_location(src), "docs": 0, "chunks": 0} for src in job.sources]
     total = _Combined()
     current: dict[str, Any] | None = None
     batch_hash = _Combined()

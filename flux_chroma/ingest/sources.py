@@ -13,10 +13,19 @@ a *cursor* that lets a batch task start reading again exactly where its slice be
 * any name registered with :func:`register_loader`: a function ``loader(params) ->
   iterable of {"id", "text", "metadata"?}`` that must yield the same records in the same
   order every time it is called. Cursor: position in that sequence.
+
+Every source has a *location* (:func:`source_location`): the absolute, normalized path of a
+``files`` folder or ``jsonl`` file, or ``kind:{parameters}`` of a custom loader. It is
+stored with each chunk next to the source id and scopes cleanup, so two sources can only
+share records when both their ids and their locations agree. The default id of a ``files``
+or ``jsonl`` source is a readable name plus a digest of that location
+(:func:`default_source_id`, e.g. ``docs-1f2e3d4c``): folders that share a base name get
+different ids.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -28,11 +37,23 @@ from typing import Any
 from flux_chroma.errors import ConfigurationError, InvalidDocumentError, SourceChangedError
 from flux_chroma.tasks.validation import utf8_problem, validate_metadata
 
-__all__ = ["Unit", "register_loader", "normalize_source", "iter_units", "BUILTIN_KINDS", "Loader"]
+__all__ = [
+    "Unit",
+    "register_loader",
+    "normalize_source",
+    "iter_units",
+    "source_location",
+    "default_source_id",
+    "BUILTIN_KINDS",
+    "Loader",
+]
 
 Loader = Callable[[dict[str, Any]], Iterable[Mapping[str, Any]]]
 BUILTIN_KINDS = ("files", "jsonl")
 DEFAULT_GLOBS = ("**/*.md", "**/*.txt")
+MAX_LOCATION = 200
+"""A custom loader's location longer than this is stored as a digest of its parameters."""
+_NOT_PARAMS = ("kind", "id", "relocate")  # job-level fields, never a loader's parameters
 _LOADERS: dict[str, Loader] = {}
 
 
@@ -93,8 +114,58 @@ def _check_id(value: Any, what: str) -> str:
     return value
 
 
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def default_source_id(name: str, location: str) -> str:
+    """The default id of a source: a readable ``name`` plus a digest of its ``location``.
+
+    Args:
+        name: The folder's base name or the file's stem.
+        location: The absolute path the source reads (see :func:`source_location`).
+
+    Returns:
+        ``{name}-{8 hex digits}``, e.g. ``docs-1f2e3d4c``: two folders named ``docs`` in
+        different places get different ids.
+
+    Example:
+        >>> default_source_id("docs", "/srv/legal/docs") != default_source_id("docs", "/srv/hr/docs")
+        True
+    """
+    readable = name.replace("#", "_").strip() or "source"
+    return f"{readable}-{_sha(location)[:8]}"
+
+
+def source_location(src: Mapping[str, Any]) -> str:
+    """Where a normalized source reads from: what identifies it besides its id.
+
+    Args:
+        src: A dict returned by :func:`normalize_source`.
+
+    Returns:
+        The absolute, normalized path of a ``files`` folder or ``jsonl`` file; for a custom
+        loader ``{kind}:{its parameters as canonical JSON}`` (``{kind}:sha256:{digest}``
+        when longer than :data:`MAX_LOCATION` characters).
+    """
+    if src["kind"] in BUILTIN_KINDS:
+        return str(src["path"])
+    params = {k: v for k, v in src.items() if k not in _NOT_PARAMS}
+    text = f"{src['kind']}:{json.dumps(params, sort_keys=True, ensure_ascii=False, separators=(',', ':'))}"
+    return text if len(text) <= MAX_LOCATION else f"{src['kind']}:sha256:{_sha(text)[:32]}"
+
+
+def _absolute(raw: Any) -> Path:
+    """The absolute, lexically normalized path (``..`` folded; symlinks are not resolved)."""
+    return Path(os.path.abspath(Path(str(raw)).expanduser()))
+
+
 def normalize_source(raw: Any, position: int) -> dict[str, Any]:
     """Validate one source reference and fill in its defaults (absolute paths, id, globs).
+
+    A missing ``id`` of a ``files`` or ``jsonl`` source is :func:`default_source_id` of
+    its location. ``relocate: true`` (any kind) lets the job take over records of its id
+    that another location wrote (a folder that moved); it is kept only when true.
 
     Args:
         raw: ``{"kind": "files"|"jsonl"|<registered>, ...}``.
@@ -104,7 +175,7 @@ def normalize_source(raw: Any, position: int) -> dict[str, Any]:
         The canonical source dict (JSON-able).
 
     Raises:
-        ConfigurationError: Unknown fields, missing path, bad id.
+        ConfigurationError: Unknown fields, missing path, bad id, non-boolean ``relocate``.
     """
     if not isinstance(raw, Mapping):
         raise ConfigurationError(f"sources[{position}] must be a dict with a 'kind', got {type(raw).__name__}.")
@@ -112,26 +183,32 @@ def normalize_source(raw: Any, position: int) -> dict[str, Any]:
     kind = src.get("kind")
     if not isinstance(kind, str) or not kind:
         raise ConfigurationError(f"sources[{position}] needs a 'kind' ('files', 'jsonl' or a registered loader).")
+    relocate = src.pop("relocate", False)
+    if not isinstance(relocate, bool):
+        raise ConfigurationError(
+            f"sources[{position}].relocate must be true or false, got {relocate!r} (true lets this source "
+            "take over the records its id holds from another location, e.g. a folder that moved)."
+        )
     if kind == "files":
         allowed = {"kind", "id", "path", "glob", "encoding"}
         if "path" not in src:
             raise ConfigurationError(f"sources[{position}] (files) needs 'path': the directory to read.")
-        path = Path(str(src["path"])).expanduser().absolute()
+        path = _absolute(src["path"])
         globs = src.get("glob", list(DEFAULT_GLOBS))
         globs = [globs] if isinstance(globs, str) else list(globs)
         if not globs or not all(isinstance(g, str) and g for g in globs):
             raise ConfigurationError(f"sources[{position}].glob must be a pattern or a list of patterns.")
         if any(g.startswith("/") or ".." in Path(g).parts for g in globs):
             raise ConfigurationError(f"sources[{position}].glob {globs} must stay inside {path} (no '..', not absolute).")
-        src.update(path=str(path), glob=globs, id=src.get("id") or path.name, encoding=src.get("encoding", "utf-8"))
+        src.update(path=str(path), glob=globs, id=src.get("id") or default_source_id(path.name, str(path)), encoding=src.get("encoding", "utf-8"))
     elif kind == "jsonl":
         allowed = {"kind", "id", "path", "id_field", "text_field", "metadata_field"}
         if "path" not in src:
             raise ConfigurationError(f"sources[{position}] (jsonl) needs 'path': the .jsonl file to read.")
-        path = Path(str(src["path"])).expanduser().absolute()
+        path = _absolute(src["path"])
         src.update(
             path=str(path),
-            id=src.get("id") or path.stem,
+            id=src.get("id") or default_source_id(path.stem, str(path)),
             id_field=src.get("id_field", "id"),
             text_field=src.get("text_field", "text"),
             metadata_field=src.get("metadata_field", "metadata"),
@@ -144,6 +221,8 @@ def normalize_source(raw: Any, position: int) -> dict[str, Any]:
     if unknown:
         raise ConfigurationError(f"sources[{position}] ({kind}) has unknown field(s) {sorted(unknown)}; allowed: {sorted(allowed)}.")
     _check_id(src["id"], f"sources[{position}].id")
+    if relocate:
+        src["relocate"] = True
     try:
         json.dumps(src)
     except (TypeError, ValueError) as exc:
@@ -242,7 +321,7 @@ def _custom_units(src: dict[str, Any], start: int) -> Iterator[Unit]:
             f"registered loaders: {sorted(_LOADERS)}. Register it with "
             "flux_chroma.ingest.register_loader in every process that runs ingestion tasks."
         )
-    params = {k: v for k, v in src.items() if k not in ("kind",)}
+    params = {k: v for k, v in src.items() if k not in ("kind", "relocate")}
     for position, record in enumerate(islice(loader(params), start, None), start=start):
         yield _record_unit({"id_field": "id", "text_field": "text", "metadata_field": "metadata", **src}, record, position, f"record #{position}")
 
