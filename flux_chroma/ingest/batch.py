@@ -21,6 +21,7 @@ from typing import Any
 
 from flux import ExecutionContext
 
+from flux_chroma import telemetry
 from flux_chroma.chroma.aliases import resolve_alias
 from flux_chroma.chroma.collections import Resolved, Target, open_collection, with_collection
 from flux_chroma.chroma.connection import server_info
@@ -115,6 +116,8 @@ async def plan_ingest(job: dict[str, Any], expected_digest: str | None = None) -
     spec = _job(options, job)
     target = chroma_target(spec.collection)
     plan = await asyncio.to_thread(_plan_sync, target, spec, expected_digest, options)
+    skipped_files = sum(int(stats.get("skipped_files", 0)) for stats in plan["sources"])
+    telemetry.count("flux_chroma_files_skipped_total", skipped_files, spec.tenant, plan["collection"])
     await send_progress({"phase": "planned", "tenant": spec.tenant, "collection": plan["collection"], "batches": len(plan["batches"]), "chunks": plan["chunks"]})
     return plan
 
@@ -213,7 +216,13 @@ async def ingest_batch(collection: str, job: dict[str, Any], batch: dict[str, An
     base = {"phase": "batch", "tenant": spec.tenant, "collection": collection, "batch": batch["batch"], "of": batch.get("of")}
     await send_progress({**base, "status": "started", "chunks": batch["count"]})
     following = next_batch()  # named by the job's loop: embedded while this batch is written
-    receipt = await asyncio.to_thread(_batch_sync, target, spec, batch, options, following)
+    with telemetry.span("flux_chroma.ingest.batch", spec.tenant, collection, batch=int(batch["batch"]), chunks=int(batch["count"])) as span:
+        receipt = await asyncio.to_thread(_batch_sync, target, spec, batch, options, following)
+        if span is not None:
+            for key in ("added", "updated", "skipped", "embedded", "cache_hits"):
+                span.set_attribute(f"flux_chroma.{key}", int(receipt[key]))
+    telemetry.record_receipt(receipt, spec.tenant, collection)
+    telemetry.observe("flux_chroma_batch_duration_seconds", receipt["seconds"], spec.tenant, collection)
     ctx = await ExecutionContext.get()
     receipt["execution_id"] = ctx.execution_id
     receipt["worker"] = ctx.current_worker or None  # "" inline
@@ -282,5 +291,6 @@ async def cleanup_ingest(collection: str, job: dict[str, Any], plan_digest: str)
     spec = _job(options, job)
     target = chroma_target(collection)
     result = await asyncio.to_thread(cleanup_stale, target, spec, plan_digest, ef=options.embedding_function)
+    telemetry.count("flux_chroma_chunks_deleted_total", int(result.get("deleted", 0)), spec.tenant, collection)
     await send_progress({"phase": "cleanup", "tenant": spec.tenant, "collection": collection, **result})
     return result

@@ -22,6 +22,7 @@ import asyncio
 import contextvars
 import functools
 import inspect
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
@@ -29,6 +30,7 @@ from typing import Any
 from flux import task
 from flux.errors import ExecutionTimeoutError, RetryError
 
+from flux_chroma import telemetry
 from flux_chroma.errors import ConfigurationError, FluxChromaError
 from flux_chroma.tasks.context import task_scope
 from flux_chroma.tasks.failures import final_error, scrub, unrecordable
@@ -89,16 +91,48 @@ def _bounded(options: ChromaOptions, timeout: float) -> ChromaOptions:
 
 def _make_body(func: Callable[..., Any], name: str, options: ChromaOptions, timeout: float = 0) -> Callable[..., Any]:
     """Flux's view of ``func``: the same signature, with the task's options in scope."""
-    passes_secrets = "secrets" in inspect.signature(func).parameters
+    signature = inspect.signature(func)
+    passes_secrets = "secrets" in signature.parameters
 
     async def body(*args: Any, **kwargs: Any) -> Any:
         secrets = kwargs.get("secrets") if passes_secrets else kwargs.pop("secrets", None)
         with task_scope(name, _bounded(options, timeout), secrets if isinstance(secrets, dict) else None):
-            return await func(*args, **kwargs)
+            if not telemetry.enabled():
+                return await func(*args, **kwargs)
+            return await _traced(func, name, options.tenant, _collection_arg(signature, args, kwargs), args, kwargs)
 
     functools.update_wrapper(body, func)
     body.__signature__ = inspect.signature(func)  # type: ignore[attr-defined]
     return body
+
+
+def _collection_arg(signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The task's ``collection`` argument, when it has one (a telemetry label)."""
+    if "collection" not in signature.parameters:
+        return None
+    try:
+        return signature.bind_partial(*args, **kwargs).arguments.get("collection")
+    except TypeError:
+        return None
+
+
+async def _traced(
+    func: Callable[..., Any], name: str, tenant: str | None, collection: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Run a task body in a ``flux_chroma.task`` span, recording its metrics (observability on)."""
+    started = time.perf_counter()
+    with telemetry.span("flux_chroma.task", tenant, collection, task=name):
+        try:
+            output = await func(*args, **kwargs)
+        except Exception as exc:
+            telemetry.record_error(exc, tenant, collection)
+            raise
+        finally:
+            if name == "query":
+                telemetry.observe("flux_chroma_query_duration_seconds", time.perf_counter() - started, tenant, collection)
+    if isinstance(output, dict) and "upserted" in output and "cache_hits" in output:  # a write Receipt
+        telemetry.record_receipt(output, tenant, collection)
+    return output
 
 
 class ChromaTask(task):

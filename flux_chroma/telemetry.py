@@ -1,0 +1,188 @@
+"""Spans and metrics through Flux's own observability (``flux.observability``), never a second stack.
+
+Flux sets its OpenTelemetry providers up in ``flux start server`` / ``flux start worker`` when
+``FLUX_OBSERVABILITY__ENABLED=true``; :func:`flux.observability.get_tracer` and
+:func:`~flux.observability.get_meter` return ``None`` otherwise. Every function here asks
+them first and does nothing more when they say ``None``: with observability off, a task pays
+one function call and one ``None`` test (``bench/telemetry_cost.py`` measures it).
+
+What may appear in telemetry is fixed here, in one place:
+
+* span names are constants (``flux_chroma.task``, ``flux_chroma.ingest.batch``, ...);
+* span attributes are the tenant, the collection name, the task's function name and
+  integers (counts, batch and unit numbers);
+* metric labels are ``tenant`` and ``collection`` (plus ``error_type``, an exception class
+  name, on the error counter);
+* an error is recorded by its class name only, never its message (messages name document
+  ids and sources).
+
+Never a document, a question, a metadata value, a record id or a credential.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "METER_NAME",
+    "METRICS",
+    "count",
+    "enabled",
+    "observe",
+    "record_error",
+    "record_receipt",
+    "span",
+]
+
+METER_NAME = "flux_chroma"
+"""Instrumentation scope of flux-chroma's tracer and meter."""
+
+METRICS: dict[str, str] = {
+    "flux_chroma_documents_embedded_total": "Texts embedded by the model (cache misses)",
+    "flux_chroma_cache_hits_total": "Texts whose vectors came from the embedding cache",
+    "flux_chroma_cache_misses_total": "Texts not found in the embedding cache",
+    "flux_chroma_chunks_written_total": "Records upserted (added or changed)",
+    "flux_chroma_chunks_skipped_total": "Records already stored with the same content hash",
+    "flux_chroma_chunks_deleted_total": "Stale records deleted by ingestion cleanup",
+    "flux_chroma_files_skipped_total": "Source files an ingestion plan skipped",
+    "flux_chroma_errors_total": "Failed flux-chroma task attempts, by error class",
+    "flux_chroma_batch_duration_seconds": "Duration of one ingestion batch (read, embed, write, verify)",
+    "flux_chroma_query_duration_seconds": "Duration of one query task attempt",
+}
+"""Every instrument flux-chroma records: name -> description."""
+
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,512}$")
+
+
+def _name(value: object) -> str:
+    """A tenant or collection label: the validated name itself, or ``-``."""
+    return value if isinstance(value, str) and _SAFE_NAME.match(value) else "-"
+
+
+def labels(tenant: object, collection: object = None) -> dict[str, str]:
+    """The only labels flux-chroma metrics carry."""
+    return {"tenant": _name(tenant), "collection": _name(collection)}
+
+
+@dataclass(frozen=True)
+class _Instruments:
+    provider: object
+    counters: dict[str, Any]
+    histograms: dict[str, Any]
+
+
+_instruments: _Instruments | None = None
+
+
+def _meter_instruments() -> _Instruments | None:
+    global _instruments
+    from flux.observability import get_meter
+
+    meter = get_meter(METER_NAME)
+    if meter is None:
+        return None
+    from opentelemetry import metrics
+
+    provider = metrics.get_meter_provider()
+    if _instruments is None or _instruments.provider is not provider:
+        counters = {
+            name: meter.create_counter(name, description=text)
+            for name, text in METRICS.items()
+            if name.endswith("_total")
+        }
+        histograms = {
+            name: meter.create_histogram(name, description=text, unit="s")
+            for name, text in METRICS.items()
+            if name.endswith("_seconds")
+        }
+        _instruments = _Instruments(provider, counters, histograms)
+    return _instruments
+
+
+def enabled() -> bool:
+    """Whether Flux observability is on in this process (``flux.observability.is_enabled``)."""
+    from flux.observability import is_enabled
+
+    return bool(is_enabled())
+
+
+def count(metric: str, value: int, tenant: object, collection: object = None) -> None:
+    """Add ``value`` to the counter ``metric`` (a no-op when observability is off or value is 0)."""
+    if not value:
+        return
+    instruments = _meter_instruments()
+    if instruments is not None:
+        instruments.counters[metric].add(int(value), labels(tenant, collection))
+
+
+def observe(metric: str, seconds: float, tenant: object, collection: object = None) -> None:
+    """Record ``seconds`` in the histogram ``metric`` (a no-op when observability is off)."""
+    instruments = _meter_instruments()
+    if instruments is not None:
+        instruments.histograms[metric].record(float(seconds), labels(tenant, collection))
+
+
+def record_error(exc: BaseException, tenant: object, collection: object = None) -> None:
+    """Count a failed attempt by its exception class name (never its message)."""
+    instruments = _meter_instruments()
+    if instruments is not None:
+        attrs = {**labels(tenant, collection), "error_type": type(exc).__name__}
+        instruments.counters["flux_chroma_errors_total"].add(1, attrs)
+
+
+def record_receipt(receipt: Mapping[str, Any], tenant: object, collection: object = None) -> None:
+    """Count what a write receipt (``embed_and_add``'s or an ingestion batch's) reports."""
+    if _meter_instruments() is None:
+        return
+    written = receipt.get("upserted")
+    if written is None:
+        written = int(receipt.get("added", 0)) + int(receipt.get("updated", 0))
+    embedded = int(receipt.get("embedded", 0))
+    count("flux_chroma_documents_embedded_total", embedded, tenant, collection)
+    count("flux_chroma_cache_hits_total", int(receipt.get("cache_hits", 0)), tenant, collection)
+    count("flux_chroma_cache_misses_total", int(receipt.get("cache_misses", embedded)), tenant, collection)
+    count("flux_chroma_chunks_written_total", int(written), tenant, collection)
+    count("flux_chroma_chunks_skipped_total", int(receipt.get("skipped", 0)), tenant, collection)
+
+
+@contextmanager
+def span(name: str, tenant: object, collection: object = None, **numbers: int | str) -> Iterator[Any]:
+    """A span nested under the current one (Flux's ``flux.task.execute``), or nothing.
+
+    Args:
+        name: A constant span name (``flux_chroma.task``, ...).
+        tenant: The tenant (attribute ``flux_chroma.tenant``).
+        collection: The collection name (attribute ``flux_chroma.collection``).
+        **numbers: Integer attributes (``batch=3``), or ``task=`` the task's function name.
+
+    Yields:
+        The span (``set_attribute`` more integers on it), or ``None`` when observability
+        is off. An exception leaving the block marks the span failed with its class name.
+    """
+    from flux.observability import get_tracer
+
+    tracer = get_tracer(METER_NAME)
+    if tracer is None:
+        yield None
+        return
+    from opentelemetry.trace import Status, StatusCode
+
+    attributes: dict[str, Any] = {
+        "flux_chroma.tenant": _name(tenant),
+        "flux_chroma.collection": _name(collection),
+    }
+    for key, value in numbers.items():
+        attributes[f"flux_chroma.{key}"] = value if isinstance(value, int) else _name(value)
+    with tracer.start_as_current_span(
+        name, attributes=attributes, record_exception=False, set_status_on_exception=False
+    ) as current:
+        try:
+            yield current
+        except BaseException as exc:
+            current.set_attribute("error.type", type(exc).__name__)
+            current.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+            raise
