@@ -21,7 +21,6 @@ from typing import Any
 
 from flux import ExecutionContext
 
-from flux_chroma import telemetry
 from flux_chroma.chroma.aliases import resolve_alias
 from flux_chroma.chroma.collections import Resolved, Target, open_collection, with_collection
 from flux_chroma.chroma.connection import server_info
@@ -46,6 +45,7 @@ from flux_chroma.tasks.context import chroma_options, chroma_target
 from flux_chroma.tasks.decorator import chroma_task
 from flux_chroma.tasks.options import ChromaOptions
 from flux_chroma.tasks.writer import WriteOptions, make_embedder, prepare_batch, write_documents
+from flux_chroma.telemetry import count, observe, record_receipt, span
 
 _RETRY: dict[str, Any] = {"retry_max_attempts": 3, "retry_delay": 1, "retry_backoff": 2}
 
@@ -117,7 +117,7 @@ async def plan_ingest(job: dict[str, Any], expected_digest: str | None = None) -
     target = chroma_target(spec.collection)
     plan = await asyncio.to_thread(_plan_sync, target, spec, expected_digest, options)
     skipped_files = sum(int(stats.get("skipped_files", 0)) for stats in plan["sources"])
-    telemetry.count("flux_chroma_files_skipped_total", skipped_files, spec.tenant, plan["collection"])
+    count("flux_chroma_files_skipped_total", skipped_files, spec.tenant, plan["collection"])
     await send_progress({"phase": "planned", "tenant": spec.tenant, "collection": plan["collection"], "batches": len(plan["batches"]), "chunks": plan["chunks"]})
     return plan
 
@@ -216,13 +216,13 @@ async def ingest_batch(collection: str, job: dict[str, Any], batch: dict[str, An
     base = {"phase": "batch", "tenant": spec.tenant, "collection": collection, "batch": batch["batch"], "of": batch.get("of")}
     await send_progress({**base, "status": "started", "chunks": batch["count"]})
     following = next_batch()  # named by the job's loop: embedded while this batch is written
-    with telemetry.span("flux_chroma.ingest.batch", spec.tenant, collection, batch=int(batch["batch"]), chunks=int(batch["count"])) as span:
+    with span("flux_chroma.ingest.batch", spec.tenant, collection, batch=int(batch["batch"]), chunks=int(batch["count"])) as current:
         receipt = await asyncio.to_thread(_batch_sync, target, spec, batch, options, following)
-        if span is not None:
+        if current is not None:
             for key in ("added", "updated", "skipped", "embedded", "cache_hits"):
-                span.set_attribute(f"flux_chroma.{key}", int(receipt[key]))
-    telemetry.record_receipt(receipt, spec.tenant, collection)
-    telemetry.observe("flux_chroma_batch_duration_seconds", receipt["seconds"], spec.tenant, collection)
+                current.set_attribute(f"flux_chroma.{key}", int(receipt[key]))
+    record_receipt(receipt, spec.tenant, collection)
+    observe("flux_chroma_batch_duration_seconds", receipt["seconds"], spec.tenant, collection)
     ctx = await ExecutionContext.get()
     receipt["execution_id"] = ctx.execution_id
     receipt["worker"] = ctx.current_worker or None  # "" inline
@@ -291,6 +291,6 @@ async def cleanup_ingest(collection: str, job: dict[str, Any], plan_digest: str)
     spec = _job(options, job)
     target = chroma_target(collection)
     result = await asyncio.to_thread(cleanup_stale, target, spec, plan_digest, ef=options.embedding_function)
-    telemetry.count("flux_chroma_chunks_deleted_total", int(result.get("deleted", 0)), spec.tenant, collection)
+    count("flux_chroma_chunks_deleted_total", int(result.get("deleted", 0)), spec.tenant, collection)
     await send_progress({"phase": "cleanup", "tenant": spec.tenant, "collection": collection, **result})
     return result

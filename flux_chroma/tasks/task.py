@@ -30,11 +30,12 @@ from typing import Any
 from flux import task
 from flux.errors import ExecutionTimeoutError, RetryError
 
-from flux_chroma import telemetry
 from flux_chroma.errors import ConfigurationError, FluxChromaError
 from flux_chroma.tasks.context import task_scope
 from flux_chroma.tasks.failures import final_error, scrub, unrecordable
 from flux_chroma.tasks.options import CHROMA_OPTION_NAMES, ChromaOptions
+from flux_chroma.telemetry import enabled as observability_on
+from flux_chroma.telemetry import observe, record_error, record_receipt, span
 
 __all__ = ["FLUX_OPTION_NAMES", "ChromaTask", "emit_progress", "split_options"]
 
@@ -97,7 +98,7 @@ def _make_body(func: Callable[..., Any], name: str, options: ChromaOptions, time
     async def body(*args: Any, **kwargs: Any) -> Any:
         secrets = kwargs.get("secrets") if passes_secrets else kwargs.pop("secrets", None)
         with task_scope(name, _bounded(options, timeout), secrets if isinstance(secrets, dict) else None):
-            if not telemetry.enabled():
+            if not observability_on():
                 return await func(*args, **kwargs)
             return await _traced(func, name, options.tenant, _collection_arg(signature, args, kwargs), args, kwargs)
 
@@ -121,17 +122,17 @@ async def _traced(
 ) -> Any:
     """Run a task body in a ``flux_chroma.task`` span, recording its metrics (observability on)."""
     started = time.perf_counter()
-    with telemetry.span("flux_chroma.task", tenant, collection, task=name):
+    with span("flux_chroma.task", tenant, collection, task=name):
         try:
             output = await func(*args, **kwargs)
         except Exception as exc:
-            telemetry.record_error(exc, tenant, collection)
+            record_error(exc, tenant, collection)
             raise
         finally:
             if name == "query":
-                telemetry.observe("flux_chroma_query_duration_seconds", time.perf_counter() - started, tenant, collection)
+                observe("flux_chroma_query_duration_seconds", time.perf_counter() - started, tenant, collection)
     if isinstance(output, dict) and "upserted" in output and "cache_hits" in output:  # a write Receipt
-        telemetry.record_receipt(output, tenant, collection)
+        record_receipt(output, tenant, collection)
     return output
 
 
