@@ -127,6 +127,7 @@ def build_job(
     globs: Sequence[str] | None = None,
     chunk_size: int | None = None,
     chunk_overlap: int | None = None,
+    chunk_unit: str | None = None,
     batch_size: int | None = None,
     cleanup: str = "none",
     duplicates: str = "error",
@@ -145,8 +146,9 @@ def build_job(
         url: Chroma server URL (stored in the job; never a token).
         tenancy: ``prefix`` or ``database``.
         globs: File patterns for directories.
-        chunk_size: Characters per chunk (default: the ingestion default).
-        chunk_overlap: Characters of overlap (default: the ingestion default).
+        chunk_size: Chunk size in ``chunk_unit`` (default: 200 model tokens).
+        chunk_overlap: Overlap in ``chunk_unit`` (default: 0 tokens, 100 characters).
+        chunk_unit: ``tokens`` (the model's own; the default) or ``chars``.
         batch_size: Chunks per batch (default: the ingestion default).
         cleanup: ``none``, ``incremental`` or ``full``.
         duplicates: ``error`` or ``last_wins`` (a document id seen twice).
@@ -170,7 +172,7 @@ def build_job(
         "duplicates": duplicates,
         "options": {"url": url, "tenancy": tenancy, "cache": cache},
     }
-    chunking = {k: v for k, v in (("size", chunk_size), ("overlap", chunk_overlap)) if v is not None}
+    chunking = {k: v for k, v in (("size", chunk_size), ("overlap", chunk_overlap), ("unit", chunk_unit)) if v is not None}
     if chunking:
         job["chunking"] = chunking
     if batch_size is not None:
@@ -377,8 +379,16 @@ def summary_line(report: dict[str, Any], execution_id: str) -> str:
         f"{plural(int(report.get('batches', 0)), 'batch')}: "
         f"added {report.get('added', 0)}{_before(report)}, updated {report.get('updated', 0)}, skipped "
         f"{report.get('skipped', 0)}, deleted {report.get('deleted', 0)}, cache hits "
-        f"{report.get('cache_hits', 0)} (execution {execution_id})"
+        f"{report.get('cache_hits', 0)}{_truncated(report)} (execution {execution_id})"
     )
+
+
+def _truncated(report: dict[str, Any]) -> str:
+    """``, truncated N`` (chunks longer than the model reads), or ``, truncated unknown``."""
+    if "truncated" not in report:
+        return ""
+    value = report["truncated"]
+    return ", truncated unknown (the model declares no tokenizer)" if value is None else f", truncated {value}"
 
 
 def report_run(run: Any, json_out: bool) -> None:

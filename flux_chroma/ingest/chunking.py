@@ -1,9 +1,11 @@
-"""Deterministic chunking and chunk ids.
+"""Chunking options, the character chunker, and deterministic chunk ids.
 
-Text is cut into chunks of at most ``size`` characters on word boundaries (whitespace), with
-about ``overlap`` characters of trailing context repeated at the start of the next chunk. A
-word longer than ``size`` is hard-split. Only the text decides the cut: the same text and
-options give the same chunks on every run and every machine (no locale, no randomness).
+:class:`ChunkingOptions` says how a job cuts documents: by default in the pinned model's own
+tokens with a structure-aware splitter (:mod:`flux_chroma.ingest.splitter`); with
+``unit="chars"``, by :func:`split_text`: chunks of at most ``size`` characters on word
+boundaries (whitespace), with about ``overlap`` characters of trailing context repeated at
+the start of the next chunk, a word longer than ``size`` hard-split. Only the text and the
+options decide the cut: the same text gives the same chunks on every run and machine.
 
 A chunk id is ``{doc_id}#{index}:{sha256(text)[:12]}``: the document id, the chunk's position
 in its document and a digest of its text. Editing a chunk changes its id (the old one is
@@ -20,11 +22,18 @@ from typing import Any
 
 from flux_chroma.errors import ConfigurationError
 
-__all__ = ["ChunkingOptions", "split_text", "chunk_id", "doc_key_of", "chunk_digest", "MAX_DOC_ID"]
+__all__ = ["ChunkingOptions", "split_text", "split_spans", "UNITS", "DEFAULT_TOKENS", "chunk_id", "doc_key_of", "chunk_digest", "MAX_DOC_ID"]
 
 _WORD = re.compile(r"\S+")
 MAX_DOC_ID = 400
 """Document ids longer than this are replaced by a digest inside chunk ids."""
+
+
+UNITS = ("tokens", "chars")
+DEFAULT_TOKENS = 200
+"""Default chunk size in the model's tokens (chosen by measurement: docs/benchmarks.md)."""
+DEFAULT_CHARS = 1000
+DEFAULT_CHAR_OVERLAP = 100
 
 
 @dataclass(frozen=True)
@@ -32,32 +41,54 @@ class ChunkingOptions:
     """How documents are cut into chunks.
 
     Args:
-        size: Maximum chunk length in characters (>= 16).
-        overlap: Characters of trailing context repeated at the start of the next chunk
-            (0 <= overlap < size / 2).
+        size: Maximum chunk length in ``unit`` (default: :data:`DEFAULT_TOKENS` tokens, or
+            1,000 characters). In tokens it may not exceed what the model reads (254 tokens
+            of text for the default model: 256 minus ``[CLS]`` and ``[SEP]``).
+        overlap: Trailing context repeated at the start of the next chunk, in ``unit``
+            (0 <= overlap < size / 2; default 0 tokens, or 100 characters).
+        unit: ``"tokens"`` (default: the pinned model's own tokens, structure-aware
+            splitting) or ``"chars"`` (flux-chroma's original word-boundary chunker).
 
     Raises:
         ConfigurationError: Out-of-range values.
     """
 
-    size: int = 1000
-    overlap: int = 100
+    size: int | None = None
+    overlap: int | None = None
+    unit: str = "tokens"
 
     def __post_init__(self) -> None:
+        if self.unit not in UNITS:
+            raise ConfigurationError(f"chunking.unit={self.unit!r}: use one of {UNITS}.")
         for name in ("size", "overlap"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 raise ConfigurationError(f"chunking.{name} must be an integer, got {value!r}.")
-        if self.size < 16:
-            raise ConfigurationError(f"chunking.size={self.size} is too small; use at least 16 characters.")
-        if not 0 <= self.overlap < self.size / 2:
+        size, overlap = self.resolved()
+        least = 16 if self.unit == "chars" else 8
+        if size < least:
+            raise ConfigurationError(f"chunking.size={size} is too small; use at least {least} {self.unit}.")
+        if not 0 <= overlap < size / 2:
             raise ConfigurationError(
-                f"chunking.overlap={self.overlap} must be >= 0 and less than half of size={self.size}."
+                f"chunking.overlap={overlap} must be >= 0 and less than half of size={size} ({self.unit})."
             )
 
-    def to_dict(self) -> dict[str, int]:
-        """The JSON form used in job specs."""
-        return {"size": self.size, "overlap": self.overlap}
+    def resolved(self) -> tuple[int, int]:
+        """``(size, overlap)`` with the defaults of :attr:`unit` filled in."""
+        if self.unit == "chars":
+            return (DEFAULT_CHARS if self.size is None else self.size), (
+                DEFAULT_CHAR_OVERLAP if self.overlap is None else self.overlap
+            )
+        return (DEFAULT_TOKENS if self.size is None else self.size), (0 if self.overlap is None else self.overlap)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form used in job specs (only what was set, plus the unit)."""
+        out: dict[str, Any] = {"unit": self.unit}
+        if self.size is not None:
+            out["size"] = self.size
+        if self.overlap is not None:
+            out["overlap"] = self.overlap
+        return out
 
 
 def _spans(text: str, size: int) -> list[tuple[int, int]]:
@@ -71,24 +102,10 @@ def _spans(text: str, size: int) -> list[tuple[int, int]]:
     return spans
 
 
-def split_text(text: str, options: ChunkingOptions) -> list[str]:
-    """Cut ``text`` into chunks on word boundaries.
-
-    Args:
-        text: The document text.
-        options: Size and overlap.
-
-    Returns:
-        The chunks in order; each is a slice of ``text`` that starts and ends on a word (inner
-        whitespace is kept). Whitespace-only text gives no chunks.
-
-    Example:
-        >>> split_text("one two three four", ChunkingOptions(size=16, overlap=5))
-        ['one two three', 'three four']
-    """
-    size, overlap = options.size, options.overlap
+def split_spans(text: str, size: int, overlap: int) -> list[tuple[int, int]]:
+    """Character spans of :func:`split_text`'s chunks (``text[start:end]`` is each chunk)."""
     spans = _spans(text, size)
-    chunks: list[str] = []
+    chunks: list[tuple[int, int]] = []
     first = 0
     while first < len(spans):
         start = spans[first][0]
@@ -96,7 +113,7 @@ def split_text(text: str, options: ChunkingOptions) -> list[str]:
         while last + 1 < len(spans) and spans[last + 1][1] - start <= size:
             last += 1
         end = spans[last][1]
-        chunks.append(text[start:end])
+        chunks.append((start, end))
         if last + 1 >= len(spans):
             break
         nxt = last + 1  # step back over words that lie in the last `overlap` characters
@@ -106,6 +123,28 @@ def split_text(text: str, options: ChunkingOptions) -> list[str]:
             nxt += 1
         first = nxt
     return chunks
+
+
+def split_text(text: str, options: ChunkingOptions) -> list[str]:
+    """Cut ``text`` into chunks of at most ``options.size`` characters on word boundaries.
+
+    This is the ``unit="chars"`` chunker; with ``unit="tokens"`` the job uses
+    :class:`~flux_chroma.ingest.splitter.Chunker`. Sizes here are always characters.
+
+    Args:
+        text: The document text.
+        options: Size and overlap (characters).
+
+    Returns:
+        The chunks in order; each is a slice of ``text`` that starts and ends on a word (inner
+        whitespace is kept). Whitespace-only text gives no chunks.
+
+    Example:
+        >>> split_text("one two three four", ChunkingOptions(size=16, overlap=5, unit="chars"))
+        ['one two three', 'three four']
+    """
+    size, overlap = options.resolved()
+    return [text[s:e] for s, e in split_spans(text, size, overlap)]
 
 
 def _sha(text: str) -> str:

@@ -10,6 +10,7 @@ slice from the reference with :func:`read_batch` and fails with
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 from array import array
 from collections.abc import Iterator, Mapping
@@ -17,14 +18,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from flux_chroma.errors import DuplicateIdError, SourceChangedError
-from flux_chroma.ingest.chunking import chunk_digest, chunk_id, doc_key_of, split_text
+from flux_chroma.ingest.chunking import chunk_digest, chunk_id, doc_key_of
 from flux_chroma.ingest.sources import Unit, iter_units, source_location
-from flux_chroma.ingest.spec import IngestJob
+from flux_chroma.ingest.spec import IngestJob, digest_of
+from flux_chroma.ingest.splitter import Chunker, chunker_for, is_markdown
 from flux_chroma.tasks.validation import Document
 
-__all__ = ["Chunk", "build_plan", "read_batch", "iter_chunks", "live_chunks", "LiveSet", "key64", "MAX_REPORTED_DUPLICATES"]
+__all__ = ["Chunk", "chunks_of", "job_chunker", "CITATION_KEYS", "build_plan", "read_batch", "iter_chunks", "live_chunks", "LiveSet", "key64", "MAX_REPORTED_DUPLICATES"]
 
 MAX_REPORTED_DUPLICATES = 50
+CITATION_KEYS = ("fc_start", "fc_end", "fc_heading", "fc_page")
+"""Per-chunk citation metadata: character offsets in the (converted) document, the Markdown
+heading path where the chunk starts, and the 1-based page for documents with pages."""
 
 
 @dataclass(frozen=True)
@@ -46,13 +51,39 @@ class Chunk:
         return Document(self.id, self.text, self.metadata)
 
 
+def job_chunker(job: IngestJob) -> Chunker:
+    """The chunker of a job: its chunking options resolved against its model's tokenizer.
+
+    Raises:
+        ConfigurationError: ``chunking.size`` is more than the model reads.
+        ModelNotAvailableError: The default model's tokenizer file is missing.
+    """
+    return chunker_for(job.chunking, job.embedding_function)
+
+
 def chunks_of(unit: Unit, job: IngestJob) -> list[Chunk]:
-    """Cut one document into chunks with deterministic ids."""
+    """Cut one document into chunks with deterministic ids and citation metadata.
+
+    Each chunk's metadata is the document's plus ``fc_start``/``fc_end`` (its character
+    offsets in ``unit.text``), ``fc_heading`` (the Markdown heading path, when there is one)
+    and ``fc_page`` (1-based, when the unit has ``page_starts``).
+    """
     key = doc_key_of(unit.doc_id)
-    return [
-        Chunk(chunk_id(unit.doc_id, i, text), text, dict(unit.metadata), key, i)
-        for i, text in enumerate(split_text(unit.text, job.chunking))
-    ]
+    pages: tuple[int, ...] = tuple(getattr(unit, "page_starts", ()) or ())
+    out = []
+    for i, piece in enumerate(job_chunker(job).pieces(unit.text, is_markdown(unit.metadata))):
+        meta = {**unit.metadata, "fc_start": piece.start, "fc_end": piece.end}
+        if piece.heading:
+            meta["fc_heading"] = piece.heading
+        if pages:
+            meta["fc_page"] = max(1, bisect.bisect_right(pages, piece.start))
+        out.append(Chunk(chunk_id(unit.doc_id, i, piece.text), piece.text, meta, key, i))
+    return out
+
+
+def _chunker_digest(job: IngestJob) -> str:
+    """Digest of the chunker's identity (library, version, unit, sizes, tokenizer)."""
+    return "chunker:" + digest_of(job_chunker(job).identity)
 
 
 def _combine(digests: list[str]) -> str:
@@ -133,8 +164,11 @@ def build_plan(job: IngestJob | Mapping[str, Any], max_batch: int | None = None)
         max_batch: The server's maximum batch size (caps ``job.batch_size``).
 
     Returns:
-        ``{"digest", "chunks", "docs", "batch_size", "sources": [...], "batches": [...],
-        "duplicates": [...], "duplicate_count"}`` (JSON-able, no document text); each
+        ``{"digest", "chunks", "truncated", "chunker", "docs", "batch_size", "sources": [...],
+        "batches": [...], "duplicates": [...], "duplicate_count"}`` (JSON-able, no document
+        text). ``truncated`` counts chunks longer than the model reads (``None`` when the
+        model declares no tokenizer); ``chunker`` is the chunker's identity (part of
+        ``digest``). Each
         ``sources`` entry is ``{"id", "kind", "location", "docs", "chunks"}``.
 
     Raises:
@@ -151,6 +185,8 @@ def build_plan(job: IngestJob | Mapping[str, Any], max_batch: int | None = None)
     current: dict[str, Any] | None = None
     batch_hash = _Combined()
     chunk_total = 0
+    chunker = job_chunker(job)
+    truncated: int | None = 0 if chunker.tokens is not None else None
 
     def close() -> None:
         if current is not None:
@@ -165,7 +201,11 @@ def build_plan(job: IngestJob | Mapping[str, Any], max_batch: int | None = None)
                 current.setdefault("exclude", []).append(unit.cursor)
             continue
         stats[s_idx]["docs"] += 1
-        for chunk in chunks_of(unit, job):
+        chunks = chunks_of(unit, job)
+        over = chunker.over_limit([c.text for c in chunks])
+        if truncated is not None and over is not None:
+            truncated += over
+        for chunk in chunks:
             if current is None or current["count"] >= size:
                 close()
                 current = {"batch": len(batches), "source": s_idx, "cursor": unit.cursor, "skip": chunk.index, "count": 0}
@@ -181,9 +221,12 @@ def build_plan(job: IngestJob | Mapping[str, Any], max_batch: int | None = None)
         ref["of"] = len(batches)
     for s, c in sorted(excluded):
         total.add(f"{s}:{c}")
+    total.add(_chunker_digest(job))
     return {
         "digest": total.hexdigest(),
         "chunks": chunk_total,
+        "truncated": truncated,
+        "chunker": chunker.identity,
         "docs": sum(int(s["docs"]) for s in stats),
         "batch_size": size,
         "sources": stats,
@@ -268,6 +311,7 @@ def live_chunks(job: IngestJob) -> tuple[LiveSet, LiveSet, str]:
                 total.add(chunk.digest())
     for s, c in sorted(excluded):
         total.add(f"{s}:{c}")
+    total.add(_chunker_digest(job))
     return LiveSet(np.unique(np.frombuffer(live, dtype=np.uint64))), LiveSet(np.unique(np.frombuffer(docs, dtype=np.uint64))), total.hexdigest()
 
 

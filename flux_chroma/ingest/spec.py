@@ -4,7 +4,7 @@ Example:
     >>> job = IngestJob.from_dict({
     ...     "tenant": "acme", "collection": "handbook",
     ...     "sources": [{"kind": "files", "path": "docs"}],
-    ...     "chunking": {"size": 800, "overlap": 80}, "cleanup": "full",
+    ...     "chunking": {"size": 200, "overlap": 20}, "cleanup": "full",
     ... })
 """
 
@@ -146,7 +146,9 @@ class IngestJob:
         tenant: Tenant id.
         collection: Tenant-relative collection name (or an alias of one).
         sources: Source references (see :mod:`flux_chroma.ingest.sources`).
-        chunking: Chunk size and overlap in characters.
+        chunking: How documents are cut (:class:`~flux_chroma.ingest.chunking.ChunkingOptions`):
+            ``{"size": 200, "overlap": 0}`` in the model's tokens by default,
+            ``{"unit": "chars", "size": 1000, "overlap": 100}`` for the character chunker.
         batch_size: Chunks per batch task (the replay checkpoint); capped by the server's
             maximum batch size.
         duplicates: ``"error"`` (default: a document id seen twice fails the job before any
@@ -288,6 +290,10 @@ class IngestJob:
             return self.key
         spec = self.work_dict()
         spec.pop("key", None)
+        if self.chunking.unit == "tokens":  # a new splitter version may cut differently: a new job
+            from flux_chroma.ingest.splitter import splitter_version
+
+            spec["chunker"] = splitter_version()
         return digest_of(spec, 20)
 
     def task_options(self) -> dict[str, Any]:

@@ -1,0 +1,228 @@
+"""Token-exact, structure-aware chunking with citation offsets and heading paths.
+
+:class:`Chunker` cuts a document with `semantic-text-splitter
+<https://github.com/benbrandt/text-splitter>`_: Markdown (``.md`` files and every format a
+converter turns into Markdown) with its ``MarkdownSplitter`` (headings, paragraphs, lists,
+code blocks kept whole where they fit), anything else with its ``TextSplitter``
+(paragraphs, then sentences, then words). Sizes count the pinned model's own tokens
+(:mod:`flux_chroma.ingest.tokens`) and the capacity leaves room for the model's special
+tokens, so no chunk is longer than what the model reads, by construction.
+
+Each chunk is a :class:`Piece`: its text, its character offsets in the document
+(``text[start:end] == piece.text``) and the Markdown heading path in effect where it
+starts (``"Install > Offline"``), read with ``markdown-it-py`` (ATX and setext headings,
+never a ``#`` inside a code block).
+
+``unit="chars"`` keeps flux-chroma's original word-boundary chunker
+(:func:`~flux_chroma.ingest.chunking.split_text`). A model that declares no tokenizer
+falls back to structure-aware splitting by characters: :data:`FALLBACK_CHARS_PER_TOKEN`
+characters per token of ``size``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from importlib.metadata import version
+from typing import Any
+
+from flux_chroma.errors import ConfigurationError
+from flux_chroma.ingest.chunking import ChunkingOptions, split_spans
+from flux_chroma.ingest.tokens import ModelTokens, tokens_for_spec
+
+__all__ = ["Piece", "Chunker", "chunker_for", "heading_paths", "is_markdown", "splitter_version", "FALLBACK_CHARS_PER_TOKEN", "MARKDOWN_FORMATS"]
+
+FALLBACK_CHARS_PER_TOKEN = 2
+"""Characters per token when a model declares no tokenizer. Measured: 1,000-character chunks of
+the /usr/share/doc corpus average 3.9 characters per all-MiniLM-L6-v2 token and the densest
+1% stay above 2.3 (``python -m bench.chunking --ratio``)."""
+
+MARKDOWN_FORMATS = frozenset({"md", "markdown", "html", "htm", "xhtml", "pdf", "docx", "pptx", "xlsx", "epub"})
+"""Formats split as Markdown (``fc_format``, last part: ``gz+md`` is ``md``); others as text."""
+
+MAX_HEADING = 300
+"""Longest stored heading path (characters; longer ones keep their last part)."""
+CUT_CACHE = 4096
+"""Documents whose cuts (offsets and headings, never text) a chunker remembers: a job chunks
+each document when it is planned, written and cleaned up, in one process when inline."""
+_TITLE = 80
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+_LOCK = threading.Lock()
+_CHUNKERS: dict[str, Chunker] = {}
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One chunk of a document: ``text == document[start:end]`` and its heading path."""
+
+    start: int
+    end: int
+    text: str
+    heading: str = ""
+
+
+def splitter_version() -> str:
+    """``"semantic-text-splitter <version>"`` (part of every chunker's identity)."""
+    return f"semantic-text-splitter {version('semantic-text-splitter')}"
+
+
+def is_markdown(metadata: dict[str, Any]) -> bool:
+    """Whether a document is split as Markdown: its ``fc_format``, else its path's suffix."""
+    fmt = metadata.get("fc_format")
+    if not isinstance(fmt, str):
+        path = metadata.get("path")
+        fmt = path.rsplit(".", 1)[-1] if isinstance(path, str) and "." in path.rsplit("/", 1)[-1] else ""
+    return fmt.rsplit("+", 1)[-1].lower() in MARKDOWN_FORMATS
+
+
+def heading_paths(text: str) -> tuple[list[int], list[str]]:
+    """Where each Markdown heading starts and the heading path from there on.
+
+    Returns:
+        ``(offsets, paths)``: sorted character offsets of top-level headings and, for each,
+        the path of headings in effect from that offset (``"Guide > Install > Offline"``).
+    """
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").parse(text)
+    if not any(t.type == "heading_open" for t in tokens):
+        return [], []
+    line_starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
+    offsets: list[int] = []
+    paths: list[str] = []
+    stack: list[tuple[int, str]] = []
+    for i, token in enumerate(tokens):
+        if token.type != "heading_open" or token.level != 0 or not token.map:
+            continue
+        level = int(token.tag[1:])
+        title = " ".join(tokens[i + 1].content.split())[:_TITLE] if i + 1 < len(tokens) else ""
+        stack = [h for h in stack if h[0] < level] + [(level, title)]
+        path = " > ".join(t for _, t in stack if t)
+        offsets.append(line_starts[min(token.map[0], len(line_starts) - 1)])
+        paths.append(path if len(path) <= MAX_HEADING else "… " + path[-(MAX_HEADING - 2) :])
+    return offsets, paths
+
+
+class Chunker:
+    """Cuts documents for one job: the options, resolved against the model's tokens.
+
+    Args:
+        options: The job's chunking options.
+        tokens: The model's tokens (``None``: the model declares none).
+
+    Raises:
+        ConfigurationError: ``size`` is more than the model reads.
+    """
+
+    def __init__(self, options: ChunkingOptions, tokens: ModelTokens | None) -> None:
+        self.options = options
+        self.tokens = tokens
+        self.size, self.overlap = options.resolved()
+        if options.unit == "tokens" and tokens is not None and self.size > tokens.capacity:
+            if options.size is None:
+                self.size = tokens.capacity
+                self.overlap = min(self.overlap, self.size // 2 - 1 if self.size > 2 else 0)
+            else:
+                raise ConfigurationError(
+                    f"chunking.size={options.size} tokens is more than {tokens.model} reads: "
+                    f"{tokens.max_tokens} tokens including {tokens.specials} special ones, so at most "
+                    f"{tokens.capacity} tokens of text. Use chunking.size <= {tokens.capacity} (or leave it "
+                    "out for the default)."
+                )
+        self._markdown: Any = None
+        self._text: Any = None
+        self._lock = threading.Lock()
+        self._cuts: OrderedDict[tuple[bytes, bool], list[tuple[int, int, str]]] = OrderedDict()
+        identity: dict[str, Any] = {"unit": options.unit}
+        if options.unit == "chars":
+            identity["splitter"] = "flux-chroma words"
+        else:
+            identity["splitter"] = splitter_version()
+            if tokens is None:
+                identity["unit"] = "chars"
+                identity["fallback"] = f"{FALLBACK_CHARS_PER_TOKEN} chars per token (the model declares no tokenizer)"
+                self.size *= FALLBACK_CHARS_PER_TOKEN
+                self.overlap *= FALLBACK_CHARS_PER_TOKEN
+            else:
+                identity["tokenizer"] = tokens.identity
+                identity["max_tokens"] = tokens.max_tokens
+        self.identity = {**identity, "size": self.size, "overlap": self.overlap}
+        """What decides the cut (JSON-able): part of the plan digest, so a change re-chunks."""
+
+    def _splitters(self) -> tuple[Any, Any]:
+        if self._markdown is None:
+            from semantic_text_splitter import MarkdownSplitter, TextSplitter
+
+            if self.tokens is None:
+                self._markdown = MarkdownSplitter(self.size, overlap=self.overlap)
+                self._text = TextSplitter(self.size, overlap=self.overlap)
+            else:
+                tok = self.tokens.tokenizer
+                self._markdown = MarkdownSplitter.from_huggingface_tokenizer(tok, self.size, overlap=self.overlap)
+                self._text = TextSplitter.from_huggingface_tokenizer(tok, self.size, overlap=self.overlap)
+        return self._markdown, self._text
+
+    def pieces(self, text: str, markdown: bool) -> list[Piece]:
+        """Cut one document.
+
+        Args:
+            text: The document text.
+            markdown: Split on Markdown structure (and record heading paths).
+
+        Returns:
+            The chunks in order; whitespace-only text gives none.
+        """
+        key = (hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest(), markdown)
+        with self._lock:
+            cuts = self._cuts.get(key)
+            if cuts is not None:
+                self._cuts.move_to_end(key)
+        if cuts is None:
+            cuts = self._cut(text, markdown)
+            with self._lock:
+                self._cuts[key] = cuts
+                while len(self._cuts) > CUT_CACHE:
+                    self._cuts.popitem(last=False)
+        return [Piece(start, end, text[start:end], heading) for start, end, heading in cuts]
+
+    def _cut(self, text: str, markdown: bool) -> list[tuple[int, int, str]]:
+        if self.options.unit == "chars":
+            spans = split_spans(text, self.size, self.overlap)
+        else:
+            md, plain = self._splitters()
+            spans = [(s, s + len(chunk)) for s, chunk in (md if markdown else plain).chunk_indices(text)]
+        offsets, paths = heading_paths(text) if markdown else ([], [])
+        out = []
+        for start, end in spans:
+            at = bisect.bisect_right(offsets, start) - 1
+            out.append((start, end, paths[at] if at >= 0 else ""))
+        return out
+
+    def over_limit(self, texts: list[str]) -> int | None:
+        """How many texts the model would truncate (``None`` when it declares no tokenizer)."""
+        if self.tokens is None:
+            return None
+        limit = self.tokens.max_tokens
+        return sum(1 for n in self.tokens.counts(texts) if n > limit)
+
+
+def chunker_for(options: ChunkingOptions, embedding_function: dict[str, Any] | None) -> Chunker:
+    """The (cached) chunker of a job's chunking options and embedding-function spec.
+
+    Raises:
+        ConfigurationError: ``size`` is more than the model reads, or the function is unknown.
+        ModelNotAvailableError: The default model's tokenizer file is missing.
+    """
+    tokens = tokens_for_spec(embedding_function)
+    key = repr((options, embedding_function, tokens.identity if tokens else None))
+    with _LOCK:
+        chunker = _CHUNKERS.get(key)
+    if chunker is None:
+        chunker = Chunker(options, tokens)
+        with _LOCK:
+            _CHUNKERS[key] = chunker
+    return chunker

@@ -1,0 +1,186 @@
+"""The pinned embedding model's tokenizer and token limit, for sizing chunks.
+
+Chunks are measured in the model's own tokens so that no chunk is longer than what the
+model reads. Where the tokenizer comes from:
+
+* the default model (no ``embedding_function`` in the job, or ``"default"``): the
+  ``tokenizer.json`` of the all-MiniLM-L6-v2 folder (``$FLUX_CHROMA_MODEL_DIR`` first,
+  then Chroma's download folder), with its 256-token limit;
+* any other embedding function that declares them (duck typing): a ``tokenizer()`` method
+  returning a :class:`tokenizers.Tokenizer`, and ``max_tokens`` (an int, or a method
+  returning one) counting special tokens;
+* anything else declares nothing: :func:`tokens_for_spec` returns ``None`` and the chunker
+  falls back to characters (see :mod:`flux_chroma.ingest.splitter`).
+
+The tokenizer is copied with truncation and padding turned off, so a count is the full
+length of a text, and :attr:`ModelTokens.specials` (``[CLS]`` and ``[SEP]`` for BERT
+models) is subtracted from the limit: a chunk of :attr:`ModelTokens.capacity` tokens plus
+the special tokens is exactly what the model reads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from flux_chroma.embedding.model_files import (
+    MAX_TOKENS,
+    MODEL_DIR_ENV,
+    MODEL_NAME,
+    chroma_default_model_dir,
+    model_not_available_error,
+)
+from flux_chroma.errors import ConfigurationError, ModelNotAvailableError
+
+__all__ = ["ModelTokens", "tokens_for_spec", "tokens_of", "default_model_tokens", "DEFAULT_NAMES"]
+
+DEFAULT_NAMES = ("default", "flux-chroma-default")
+"""Embedding-function names that mean the default model (all-MiniLM-L6-v2)."""
+
+_LOCK = threading.Lock()
+_CACHE: dict[tuple[str, int, int], ModelTokens] = {}
+
+
+@dataclass(frozen=True)
+class ModelTokens:
+    """A model's tokenizer and how many tokens it reads.
+
+    Args:
+        tokenizer: A :class:`tokenizers.Tokenizer` without truncation or padding.
+        max_tokens: Tokens the model reads, special tokens included (256 for the default).
+        specials: Special tokens the tokenizer adds to every text (2: ``[CLS]``, ``[SEP]``).
+        model: A readable model name for messages.
+        identity: ``"<model> tokenizer sha256:<16 hex>"``: changes when the tokenizer does.
+    """
+
+    tokenizer: Any
+    max_tokens: int
+    specials: int
+    model: str
+    identity: str
+
+    @property
+    def capacity(self) -> int:
+        """Tokens of text a chunk may hold: ``max_tokens - specials``."""
+        return self.max_tokens - self.specials
+
+    def counts(self, texts: Sequence[str]) -> list[int]:
+        """Token count of each text as the model sees it (special tokens included)."""
+        if not texts:
+            return []
+        return [len(e.ids) for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=True)]
+
+
+def _prepared(tokenizer: Any, max_tokens: Any, model: str, digest: str) -> ModelTokens:
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 8:
+        raise ConfigurationError(
+            f"embedding function {model!r} declares max_tokens={max_tokens!r}; it must be an integer of at "
+            "least 8 (tokens the model reads, special tokens included)."
+        )
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    specials = len(tokenizer.encode("", add_special_tokens=True).ids)
+    if max_tokens - specials < 8:
+        raise ConfigurationError(f"embedding function {model!r} reads {max_tokens} tokens, {specials} of them special: too few to chunk.")
+    return ModelTokens(tokenizer, max_tokens, specials, model, f"{model} tokenizer sha256:{digest}")
+
+
+def _load_file(path: Path, model: str, max_tokens: int) -> ModelTokens:
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    with _LOCK:
+        cached = _CACHE.get(key)
+        if cached is not None:
+            return cached
+        from tokenizers import Tokenizer
+
+        data = path.read_bytes()
+        try:
+            tokenizer = Tokenizer.from_str(data.decode("utf-8"))
+        except Exception as exc:
+            raise ModelNotAvailableError(
+                f"the tokenizer file {path} could not be loaded ({type(exc).__name__}: {exc}). Replace the "
+                "model folder with an intact copy."
+            ) from exc
+        tokens = _prepared(tokenizer, max_tokens, model, hashlib.sha256(data).hexdigest()[:16])
+        _CACHE[key] = tokens
+        return tokens
+
+
+def default_model_tokens() -> ModelTokens:
+    """The default model's tokenizer (all-MiniLM-L6-v2, 256 tokens).
+
+    Raises:
+        ModelNotAvailableError: No folder holds ``tokenizer.json`` (the message names each).
+    """
+    folders = [Path(os.environ[MODEL_DIR_ENV])] if os.environ.get(MODEL_DIR_ENV) else []
+    folders.append(chroma_default_model_dir())
+    looked: list[tuple[Path, Sequence[str]]] = []
+    for folder in folders:
+        path = folder / "tokenizer.json"
+        if path.is_file():
+            return _load_file(path, MODEL_NAME, MAX_TOKENS)
+        looked.append((folder, ["tokenizer.json"]))
+    raise model_not_available_error("chunking (token counts)", looked)
+
+
+def tokens_of(embedding_function: Any) -> ModelTokens | None:
+    """What an embedding function declares about its tokens, or ``None`` when nothing.
+
+    Args:
+        embedding_function: Any embedding function. It declares its tokens with a
+            ``tokenizer()`` method (a :class:`tokenizers.Tokenizer`) and ``max_tokens`` (an
+            int or a method returning one). Chroma's default model and flux-chroma's fast
+            build of it are recognised by name.
+
+    Returns:
+        The model's tokens, or ``None`` (the chunker then falls back to characters).
+
+    Raises:
+        ModelNotAvailableError: The default model's tokenizer file is missing.
+        ConfigurationError: ``max_tokens`` is not a usable integer.
+    """
+    if embedding_function is None:
+        return default_model_tokens()
+    make = getattr(embedding_function, "tokenizer", None)
+    if callable(make):
+        limit = getattr(embedding_function, "max_tokens", None)
+        limit = limit() if callable(limit) else limit
+        name = _name(embedding_function)
+        tokenizer = make()
+        return _prepared(tokenizer, limit, name, hashlib.sha256(tokenizer.to_str().encode("utf-8")).hexdigest()[:16])
+    if _name(embedding_function) in DEFAULT_NAMES + ("onnx_mini_lm_l6_v2",):
+        return default_model_tokens()
+    return None
+
+
+def _name(embedding_function: Any) -> str:
+    name = getattr(embedding_function, "name", None)
+    try:
+        value = name() if callable(name) else name
+    except Exception:  # noqa: BLE001 - a legacy function without a name
+        value = None
+    return value if isinstance(value, str) else type(embedding_function).__name__
+
+
+def tokens_for_spec(spec: dict[str, Any] | None) -> ModelTokens | None:
+    """The tokens of the model a job's ``embedding_function`` spec names.
+
+    ``None`` and ``{"name": "default"}`` are the default model (read from its
+    ``tokenizer.json``, nothing else is built); another name is built from chromadb's
+    registry and asked with :func:`tokens_of`.
+
+    Raises:
+        ModelNotAvailableError: The default model's tokenizer file is missing.
+        ConfigurationError: The function is not registered, or declares a bad limit.
+    """
+    if spec is None or (spec.get("name") in DEFAULT_NAMES and not spec.get("config")):
+        return default_model_tokens()
+    from flux_chroma.ingest.spec import embedding_from_spec
+
+    return tokens_of(embedding_from_spec(spec))

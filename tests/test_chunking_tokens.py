@@ -1,0 +1,240 @@
+"""Token-exact, structure-aware chunking and citation metadata (issue 23, items 1-2).
+
+Real documents the project did not write (/usr/share/doc), the real default model's
+tokenizer, a real Chroma server and real Flux executions for the re-chunking test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
+from chromadb.utils.embedding_functions import register_embedding_function
+from ingest_workflows import assert_stored_exactly
+
+import toy_embeddings  # noqa: F401 - registers "toy", a function that declares no tokenizer
+
+from flux_chroma.errors import ConfigurationError
+from flux_chroma.ingest import IngestJob, run_ingest
+from flux_chroma.ingest.chunking import ChunkingOptions
+from flux_chroma.ingest.plan import build_plan, chunks_of, iter_chunks
+from flux_chroma.ingest.sources import Unit
+from flux_chroma.ingest.splitter import Chunker, chunker_for, heading_paths
+from flux_chroma.ingest.tokens import default_model_tokens
+
+HANG_GUARD = 300  # seconds; only stops a broken test from hanging
+DOC_ROOT = Path("/usr/share/doc")
+
+
+def real_text_files(every: int = 10) -> list[tuple[Path, str]]:
+    """Every ``every``-th plain UTF-8 text file of /usr/share/doc (sorted, no .gz, no markup)."""
+    out = []
+    for path in sorted(DOC_ROOT.rglob("*")):
+        if path.is_symlink() or not path.is_file() or path.suffix in (".gz", ".html", ".htm", ".js", ".css", ".xml", ".svg"):
+            continue
+        if not 200 <= path.stat().st_size <= 200_000:
+            continue
+        data = path.read_bytes()
+        if b"\0" in data:
+            continue
+        try:
+            out.append((path, data.decode("utf-8")))
+        except UnicodeDecodeError:
+            continue
+    return out[::every]
+
+
+MARKDOWN = """Guide
+=====
+
+Intro paragraph of the guide.
+
+## Install
+
+Run the installer.
+
+### Offline
+
+Copy the wheel files first.
+
+```sh
+# this is a shell comment, not a heading
+pip install --no-index --find-links wheels flux-chroma
+```
+
+## Usage
+
+Call the task from a workflow.
+"""
+
+
+def test_no_chunk_is_longer_than_the_model_reads_on_real_documents() -> None:
+    files = real_text_files()
+    assert len(files) > 100
+    tokens = default_model_tokens()
+    new = chunker_for(ChunkingOptions(), None)
+    old = chunker_for(ChunkingOptions(unit="chars", size=1000, overlap=100), None)
+    texts: list[str] = []
+    for path, text in files:
+        for piece in new.pieces(text, markdown=path.suffix == ".md"):
+            assert text[piece.start : piece.end] == piece.text and piece.text.strip()
+            texts.append(piece.text)
+    counts = tokens.counts(texts)
+    assert max(counts) <= tokens.max_tokens == 256  # [CLS] and [SEP] included
+    assert new.over_limit(texts) == 0
+    assert max(counts) > 200  # chunks are filled, not tiny
+    old_texts = [p.text for path, text in files for p in old.pieces(text, markdown=False)]
+    assert (old.over_limit(old_texts) or 0) > len(old_texts) // 10  # the old chunker truncated many
+
+
+def test_markdown_keeps_structure_and_heading_paths() -> None:
+    offsets, paths = heading_paths(MARKDOWN)
+    assert paths == ["Guide", "Guide > Install", "Guide > Install > Offline", "Guide > Usage"]
+    assert [MARKDOWN[o : o + 9] for o in offsets] == ["Guide\n===", "## Instal", "### Offli", "## Usage\n"]
+    small = Chunker(ChunkingOptions(size=40), default_model_tokens())
+    pieces = small.pieces(MARKDOWN, markdown=True)
+    code = MARKDOWN[MARKDOWN.index("```sh") : MARKDOWN.rindex("```") + 3]
+    holding = [p for p in pieces if "pip install" in p.text]
+    assert len(holding) == 1 and code in holding[0].text  # the code block is kept whole
+    assert holding[0].heading == "Guide > Install > Offline"
+    usage = [p for p in pieces if "Call the task" in p.text]
+    assert len(usage) == 1 and usage[0].heading == "Guide > Usage"
+    assert all(MARKDOWN[p.start : p.end] == p.text for p in pieces)
+    assert not any(p.heading.endswith("shell comment, not a heading") for p in pieces)
+    plain = small.pieces(MARKDOWN, markdown=False)
+    assert all(p.heading == "" for p in plain)  # plain text has no headings
+
+
+def test_chunk_metadata_carries_offsets_heading_and_page() -> None:
+    job = IngestJob.from_dict({"tenant": "acme", "collection": "docs", "sources": [{"kind": "files", "path": "docs"}], "chunking": {"size": 40}})
+    text = MARKDOWN
+    pages = (0, text.index("## Install"), text.index("## Usage"))
+    unit = Unit("docs/guide.md", text, {"path": "guide.md"}, 0, "guide.md", page_starts=pages)
+    chunks = chunks_of(unit, job)
+    assert len(chunks) > 3
+    for chunk in chunks:
+        meta = chunk.metadata
+        assert text[meta["fc_start"] : meta["fc_end"]] == chunk.text
+        assert meta["path"] == "guide.md"
+        expected_page = 1 + sum(1 for p in pages[1:] if p <= meta["fc_start"])
+        assert meta["fc_page"] == expected_page
+    usage = [c for c in chunks if "Call the task" in c.text][0]
+    assert usage.metadata["fc_heading"] == "Guide > Usage" and usage.metadata["fc_page"] == 3
+    no_pages = chunks_of(Unit("docs/a.txt", "plain words " * 5, {"path": "a.txt"}), job)
+    assert "fc_page" not in no_pages[0].metadata and "fc_heading" not in no_pages[0].metadata
+
+
+@pytest.mark.parametrize(
+    ("chunking", "match"),
+    [
+        ({"size": 300}, r"chunking.size=300 tokens is more than all-MiniLM-L6-v2 reads: 256 tokens including 2 special"),
+        ({"unit": "words"}, r"chunking.unit='words'"),
+        ({"size": 100, "overlap": 50}, r"chunking.overlap=50"),
+        ({"size": 4}, r"chunking.size=4 is too small"),
+    ],
+    ids=["over-the-model", "unknown-unit", "overlap-too-big", "too-small"],
+)
+def test_bad_chunking_is_a_typed_error_naming_the_limit(tmp_path: Path, chunking: dict[str, Any], match: str) -> None:
+    (tmp_path / "a.md").write_text("hello world")
+    with pytest.raises(ConfigurationError, match=match):
+        build_plan({"tenant": "acme", "collection": "docs", "sources": [{"kind": "files", "path": str(tmp_path)}], "chunking": chunking})
+
+
+@register_embedding_function
+class SmallWindowEmbedding(EmbeddingFunction[Documents]):
+    """A toy model that declares the default tokenizer and a 64-token window."""
+
+    max_tokens = 64
+
+    def __init__(self) -> None:
+        pass
+
+    def __call__(self, input: Documents) -> Embeddings:
+        return [np.full(4, float(len(t) % 7 + 1), dtype=np.float32) for t in input]
+
+    def tokenizer(self) -> Any:
+        from tokenizers import Tokenizer
+
+        return Tokenizer.from_str(default_model_tokens().tokenizer.to_str())
+
+    @staticmethod
+    def name() -> str:
+        return "small-window-test"
+
+    def get_config(self) -> dict[str, Any]:
+        return {}
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> SmallWindowEmbedding:
+        return SmallWindowEmbedding()
+
+
+def test_a_declared_tokenizer_sizes_chunks_and_silence_falls_back_to_characters(tmp_path: Path) -> None:
+    path, text = real_text_files(every=50)[1]
+    (tmp_path / "doc.txt").write_text(text)
+    base = {"tenant": "acme", "collection": "docs", "sources": [{"kind": "files", "path": str(tmp_path)}]}
+    declared = IngestJob.from_dict({**base, "embedding_function": {"name": "small-window-test"}})
+    plan = build_plan(declared)
+    assert plan["chunker"]["size"] == 62 and plan["chunker"]["max_tokens"] == 64 and plan["truncated"] == 0
+    counts = default_model_tokens().counts([c.text for _, c in iter_chunks(declared)])
+    assert max(counts) <= 64
+    silent = build_plan({**base, "embedding_function": {"name": "toy"}, "chunking": {"size": 100}})
+    assert silent["truncated"] is None
+    assert silent["chunker"]["unit"] == "chars" and silent["chunker"]["size"] == 200 and "fallback" in silent["chunker"]
+
+
+def _job(tenant: str, root: Path, chunking: dict[str, Any]) -> dict[str, Any]:
+    return {"tenant": tenant, "collection": "kbase", "sources": [{"kind": "files", "path": str(root), "id": "kb"}], "chunking": chunking, "cleanup": "full"}
+
+
+@pytest.mark.timeout(HANG_GUARD)
+def test_changing_the_chunk_size_rechunks_and_cleanup_removes_the_old_chunks(
+    tmp_path: Path, tenant: str, url: str, raw_client: Any
+) -> None:
+    root = tmp_path / "kb"
+    root.mkdir()
+    (root / "guide.md").write_text(MARKDOWN * 3)
+    (path, text) = real_text_files(every=50)[2]
+    (root / "notes.txt").write_text(text[:6000])
+    first_job = _job(tenant, root, {"size": 120})
+    first = run_ingest(first_job)
+    assert first.has_succeeded, first.output
+    assert first.output["truncated"] == 0 and first.output["chunker"]["size"] == 120
+    spec = IngestJob.from_dict(first_job)
+    old = {c.id: c for _, c in iter_chunks(spec)}
+    assert_stored_exactly(raw_client, f"{tenant}__kbase", old, spec.sources[0])
+
+    second_job = _job(tenant, root, {"size": 60})
+    assert IngestJob.from_dict(second_job).job_key != spec.job_key  # a new job, not a replay
+    second = run_ingest(second_job)
+    assert second.has_succeeded, second.output
+    spec2 = IngestJob.from_dict(second_job)
+    new = {c.id: c for _, c in iter_chunks(spec2)}
+    assert len(new) > len(old)
+    assert_stored_exactly(raw_client, f"{tenant}__kbase", new, spec2.sources[0])
+    assert second.output["deleted"] == len(set(old) - set(new)) > 0
+    again = run_ingest(second_job)  # the same settings: nothing to do
+    assert again.has_succeeded and again.output["added"] == again.output["deleted"] == 0
+
+
+@pytest.mark.timeout(HANG_GUARD)
+def test_the_cli_summary_counts_truncated_chunks(tmp_path: Path, tenant: str, url: str) -> None:
+    root = tmp_path / "dense"
+    root.mkdir()
+    (root / "ids.txt").write_text(" ".join(f"{i:x}" for i in range(4000)))  # hex: many tokens per character
+    common = [sys.executable, "-m", "flux_chroma.cli", "ingest", str(root), "--url", url, "--tenant", tenant]
+    env = dict(os.environ)
+    old = subprocess.run([*common, "-c", "old", "--chunk-unit", "chars"], capture_output=True, text=True, env=env, timeout=HANG_GUARD, check=False)
+    assert old.returncode == 0, old.stderr
+    assert ", truncated " in old.stdout and ", truncated 0" not in old.stdout
+    new = subprocess.run([*common, "-c", "new", "--json"], capture_output=True, text=True, env=env, timeout=HANG_GUARD, check=False)
+    assert new.returncode == 0, new.stderr
+    report = json.loads(new.stdout)
+    assert report["truncated"] == 0 and report["chunker"]["unit"] == "tokens"
