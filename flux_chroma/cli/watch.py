@@ -1,0 +1,280 @@
+"""``flux-chroma watch EXECUTION_ID --flux URL``: follow an ingestion job on a Flux server.
+
+Progress comes from what the Flux server stores, read with ``GET /executions/{id}?detailed=true``
+(Flux's TASK_PROGRESS events are streamed to an attached caller only, never stored, so a
+watcher started mid-job could not count what happened before it):
+
+* the job's ``plan_ingest`` output: chunks and batches in total;
+* its ``ingest_batch`` receipts (an inline job), or, for a ``parallel`` job, its ``await_unit``
+  tasks (which child execution runs which unit) and each running child's own receipts and
+  worker.
+
+The screen is redrawn in place on a terminal and printed line by line otherwise (a log);
+every line fits 80 columns. The command exits with the job's outcome: 0 completed, 1 failed
+or cancelled (the job's error is printed), 3 the Flux server is unreachable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+import httpx
+import typer
+
+from flux_chroma.cli.support import CliError, ExitCode, cli_errors, stderr, stdout
+from flux_chroma.cli.text import Command
+
+__all__ = ["JobView", "read_job", "register", "render", "watch_job"]
+
+WIDTH = 80
+TERMINAL = {"COMPLETED": ExitCode.OK, "FAILED": ExitCode.FAILED, "CANCELLED": ExitCode.FAILED}
+
+
+def _value(event: dict[str, Any]) -> Any:
+    """An event's value, unwrapped from Flux's inline output storage."""
+    value = event.get("value")
+    if isinstance(value, dict) and value.get("storage_type") == "inline" and "metadata" in value:
+        return (value.get("metadata") or {}).get("value")
+    return value
+
+
+@dataclass
+class UnitView:
+    """One unit of a ``parallel`` job as last seen."""
+
+    unit: int
+    execution_id: str
+    state: str = "STARTED"
+    worker: str = ""
+    batches_done: int = 0
+    batches: int = 0
+
+
+@dataclass
+class JobView:
+    """What ``watch`` shows of one job execution (built by :func:`read_job`)."""
+
+    execution_id: str
+    workflow: str
+    state: str
+    worker: str
+    label: str = ""
+    chunks_total: int | None = None
+    batches_total: int | None = None
+    receipts: dict[int, dict[str, Any]] = field(default_factory=dict)
+    units: dict[int, UnitView] = field(default_factory=dict)
+    skipped_files: int = 0
+    error: str = ""
+
+    @property
+    def chunks_done(self) -> int:
+        """Chunks of batches whose receipts the server stores."""
+        return sum(int(r.get("chunks", 0)) for r in self.receipts.values())
+
+    @property
+    def unchanged(self) -> int:
+        """Chunks skipped because they were already stored unchanged."""
+        return sum(int(r.get("skipped", 0)) for r in self.receipts.values())
+
+
+def _get(client: httpx.Client, base: str, execution_id: str) -> dict[str, Any]:
+    try:
+        response = client.get(f"{base}/executions/{execution_id}", params={"detailed": "true"})
+    except httpx.HTTPError as exc:
+        raise CliError(
+            f"the Flux server at {base} does not answer ({type(exc).__name__}).",
+            "check --flux (the URL of `flux start server`) and that the server runs.",
+            ExitCode.UNREACHABLE,
+        ) from None
+    if response.status_code == 404:
+        raise CliError(
+            f"no execution {execution_id!r} on the Flux server at {base}.",
+            "use the execution id `flux workflow run ... --mode async` printed, or list them with "
+            "`flux execution list --server-url URL`.",
+        )
+    if response.status_code >= 400:
+        raise CliError(f"the Flux server at {base} answered {response.status_code} for {execution_id!r}: {response.text[:200]}")
+    data: dict[str, Any] = response.json()
+    return data
+
+
+def _error_text(output: Any) -> str:
+    if isinstance(output, dict):
+        for key in ("message", "error", "detail"):
+            if isinstance(output.get(key), str):
+                return str(output[key])
+        kind = output.get("type") or output.get("class") or ""
+        return f"{kind}: {output}" if kind else str(output)
+    return "" if output is None else str(output)
+
+
+def read_job(client: httpx.Client, base: str, execution_id: str) -> JobView:
+    """Read a job execution (and its running units) from the Flux server.
+
+    Args:
+        client: An HTTP client.
+        base: The Flux server URL.
+        execution_id: The job's execution id.
+
+    Returns:
+        The job as the server stores it now.
+
+    Raises:
+        CliError: Unknown execution id, or the server does not answer.
+    """
+    data = _get(client, base, execution_id)
+    job_input = data.get("input") if isinstance(data.get("input"), dict) else {}
+    spec = job_input.get("job", job_input) if isinstance(job_input, dict) else {}
+    view = JobView(
+        execution_id=execution_id,
+        workflow=f"{data.get('workflow_namespace', '')}/{data.get('workflow_name', '')}",
+        state=str(data.get("state", "?")),
+        worker=str(data.get("current_worker") or ""),
+        label=f"{spec.get('tenant', '?')}/{spec.get('collection', '?')}" if isinstance(spec, dict) else "",
+    )
+    for event in data.get("events") or []:
+        name, kind, value = str(event.get("name") or ""), event.get("type"), _value(event)
+        if kind == "TASK_COMPLETED" and name.startswith("plan_ingest") and isinstance(value, dict):
+            view.chunks_total = (view.chunks_total or 0) + int(value.get("chunks", 0))
+            view.batches_total = (view.batches_total or 0) + len(value.get("batches") or [])
+            view.skipped_files += sum(int(s.get("skipped_files", 0)) for s in value.get("sources") or [])
+        elif kind == "TASK_COMPLETED" and name.startswith("ingest_batch") and isinstance(value, dict):
+            view.receipts[int(value["batch"])] = value
+        elif kind == "TASK_STARTED" and name == "await_unit" and isinstance(value, dict):
+            number = int(value.get("unit", len(view.units)))
+            view.units[number] = UnitView(number, str(value.get("execution_id", "")))
+        elif kind == "TASK_COMPLETED" and name == "await_unit" and isinstance(value, dict):
+            finished = view.units.setdefault(int(value["unit"]), UnitView(int(value["unit"]), ""))
+            finished.state = "COMPLETED"
+            for receipt in value.get("receipts") or []:
+                view.receipts[int(receipt["batch"])] = receipt
+                finished.worker = finished.worker or str(receipt.get("worker") or "")
+            finished.batches_done = finished.batches = len(value.get("receipts") or [])
+    for unit in view.units.values():
+        if unit.state != "COMPLETED" and unit.execution_id:
+            child = _get(client, base, unit.execution_id)
+            unit.state, unit.worker = str(child.get("state", "?")), str(child.get("current_worker") or "")
+            child_input = child.get("input") if isinstance(child.get("input"), dict) else {}
+            unit.batches = len(((child_input or {}).get("unit") or {}).get("batches") or [])
+            for event in child.get("events") or []:
+                value = _value(event)
+                name = str(event.get("name", ""))
+                if event.get("type") == "TASK_COMPLETED" and name.startswith("ingest_batch") and isinstance(value, dict):
+                    view.receipts[int(value["batch"])] = value
+                    unit.batches_done += 1
+    if view.state in ("FAILED", "CANCELLED"):
+        view.error = _error_text(data.get("output")) or view.state.lower()
+    return view
+
+
+def _fit(line: str) -> str:
+    return line if len(line) <= WIDTH else line[: WIDTH - 1] + "…"
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+def render(view: JobView, rate: float | None) -> list[str]:
+    """The lines ``watch`` shows for ``view`` (each at most 80 columns).
+
+    Args:
+        view: The job.
+        rate: Chunks per second observed while watching (``None``: not known yet).
+
+    Returns:
+        The lines.
+    """
+    where = f" on {view.worker}" if view.worker else ""
+    lines = [_fit(f"{view.workflow} {view.execution_id[:12]}  {view.label}  {view.state}{where}")]
+    done, total = view.chunks_done, view.chunks_total
+    if total is None:
+        lines.append("  planning..." if view.state not in TERMINAL else "  no plan was stored")
+    else:
+        share = f" ({done * 100 // total}%)" if total else ""
+        batches = f"  batches {len(view.receipts)}/{view.batches_total}"
+        speed = f"  {rate:.1f} chunks/s" if rate else ""
+        eta = f"  ETA {_duration((total - done) / rate)}" if rate and total > done and view.state not in TERMINAL else ""
+        lines.append(_fit(f"  chunks {done}/{total}{share}{batches}{speed}{eta}"))
+        lines.append(_fit(f"  unchanged {view.unchanged} chunks  skipped files {view.skipped_files}"))
+    for unit in sorted(view.units.values(), key=lambda u: u.unit):
+        of = f"{unit.batches_done}/{unit.batches} batches" if unit.batches else f"{unit.batches_done} batches"
+        lines.append(_fit(f"  unit {unit.unit:<3} {unit.state:<10} {of:<14} {unit.worker or '-'}"))
+    if view.error:
+        lines.append(_fit(f"  error: {view.error}"))
+        lines.extend(_fit(f"    {part}") for part in _wrap(view.error)[1:])
+    return lines
+
+
+def _wrap(text: str) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, WIDTH - 4) or [""]
+
+
+def watch_job(base: str, execution_id: str, interval: float = 1.0, live: bool | None = None) -> ExitCode:
+    """Follow a job until it ends, printing its progress; return the exit code of its outcome.
+
+    Args:
+        base: The Flux server URL.
+        execution_id: The job's execution id.
+        interval: Seconds between reads.
+        live: Redraw in place (default: when stdout is a terminal).
+
+    Returns:
+        ``ExitCode.OK`` when the job completed, ``ExitCode.FAILED`` when it failed or was cancelled.
+
+    Raises:
+        CliError: Unknown execution id, or the server does not answer.
+    """
+    base = base.rstrip("/")
+    live = stdout.is_terminal if live is None else live
+    first: tuple[float, int] | None = None
+    shown: list[str] = []
+    with httpx.Client(timeout=10) as client:
+        view = read_job(client, base, execution_id)
+        from rich.live import Live
+        from rich.text import Text
+
+        screen: Any = Live(console=stdout, auto_refresh=False) if live else contextlib.nullcontext()
+        with screen:
+            while True:
+                now = time.monotonic()
+                first = first or (now, view.chunks_done)
+                elapsed, gained = now - first[0], view.chunks_done - first[1]
+                rate = gained / elapsed if elapsed > 0 and gained > 0 else None
+                lines = render(view, rate)
+                if live:
+                    screen.update(Text("\n".join(lines)), refresh=True)
+                else:  # a log: the first screen whole, then the lines that changed
+                    for line in lines if not shown else [ln for ln in lines if ln not in shown]:
+                        stdout.print(line, highlight=False, markup=False, soft_wrap=True)
+                shown = lines
+                if view.state in TERMINAL:
+                    return TERMINAL[view.state]
+                time.sleep(interval)
+                view = read_job(client, base, execution_id)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``watch`` to the ``flux-chroma`` command."""
+
+    @app.command(cls=Command)
+    def watch(
+        execution_id: Annotated[str, typer.Argument(metavar="EXECUTION_ID", help="The job's Flux execution id.")],
+        flux: Annotated[
+            str, typer.Option("--flux", metavar="URL", help="The Flux server URL (`flux start server`).")
+        ] = "http://localhost:8000",
+        interval: Annotated[float, typer.Option("--interval", metavar="SECONDS", help="Seconds between reads.")] = 1.0,
+        debug: Annotated[bool, typer.Option("--debug", help="Print tracebacks on errors.")] = False,
+    ) -> None:
+        """Follow an ingestion job running on a Flux server until it ends; exit with its outcome."""
+        with cli_errors(debug=debug):
+            code = watch_job(flux, execution_id, interval)
+            if code != ExitCode.OK:
+                stderr.print(f"error: job {execution_id} did not complete.", highlight=False, markup=False)
+            raise typer.Exit(int(code))
