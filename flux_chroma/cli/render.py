@@ -1,13 +1,15 @@
 """Rich tables for the ``flux-chroma`` commands (the ``--json`` forms print plain data).
 
-On a terminal every table fits its width (80 columns included): long ids, names and
-fingerprints end in an ellipsis, documents and metadata wrap and are shortened. ``wide=True``
+Every table fits the console's width (80 columns included): long ids, names and fingerprints
+end in an ellipsis, documents and metadata wrap and are shortened. Query hits read like search
+results: a header line per hit, then its text wrapped and cut after a few lines. ``wide=True``
 (the commands' ``--wide``) shows every value whole, however long the lines get.
 """
 
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,6 +23,8 @@ __all__ = ["hits_table", "collections_table", "checks_table", "STATUS_STYLE"]
 
 STATUS_STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
 _WIDE = 100_000  # render width for --wide: nothing is cut or wrapped
+HIT_LINES = 3
+"""Text lines shown per query hit at a terminal's width (four hits fit a 24-line screen)."""
 
 
 def _short(text: Any, limit: int | None) -> str:
@@ -38,34 +42,67 @@ def _print(renderable: Any, wide: bool) -> None:
         stdout.print(renderable)
 
 
-def hits_table(hits: Sequence[dict[str, Any]], title: str | None = None, *, wide: bool = False) -> None:
-    """Print ranked hits: rank, distance, id, document, metadata.
+def _hit_label(hit: dict[str, Any]) -> str:
+    """A readable name for a hit: the file path (and chunk number) when known, else the id."""
+    meta = hit.get("metadata") or {}
+    rid = str(hit.get("id", ""))
+    path = meta.get("path")
+    if isinstance(path, str) and path:
+        chunk = rid.rsplit("#", 1)[-1].split(":", 1)[0] if "#" in rid else ""
+        return f"{path} #{chunk}" if chunk.isdigit() else path
+    return rid
+
+
+def hits_table(
+    hits: Sequence[dict[str, Any]], title: str | None = None, *, wide: bool = False, lines: int = HIT_LINES
+) -> None:
+    """Print ranked hits as search results: a header line per hit, then its text.
+
+    The header holds the rank, the distance and a readable name (the file path and chunk
+    number for ingested files, else the id), plus how many identical texts were folded into
+    the hit. The text is wrapped to the console's width and cut after ``lines`` lines, so four
+    hits fit a 24-line screen at 80 columns.
 
     Args:
-        hits: ``[{"id", "document", "metadata", "distance"}, ...]``, nearest first.
-        title: Table title.
-        wide: Show ids, documents and metadata whole.
+        hits: ``[{"id", "document", "metadata", "distance", "duplicates"?}, ...]``, best first.
+        title: A first line (cut to the width).
+        wide: Show the id, the whole text and the metadata, each on one line, however long.
+        lines: Text lines shown per hit (not with ``wide``).
     """
     if not hits:
         stdout.print(Text(f"{title}: no hits" if title else "no hits"))
         return
-    cut = None if wide else 24
-    table = Table(title=title, title_justify="left", show_lines=not wide)
-    table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("distance", justify="right", no_wrap=True)
-    table.add_column("id", no_wrap=True, overflow="ellipsis", max_width=cut)
-    table.add_column("document", overflow="fold", ratio=3 if not wide else None)
-    table.add_column("metadata", overflow="fold", ratio=1 if not wide else None)
+    width = _WIDE if wide else max(20, stdout.width)
+    out: list[str] = []
+    if title:
+        out.append(_short(title, None if wide else width))
     for rank, hit in enumerate(hits, start=1):
-        meta = hit.get("metadata") or {}
-        table.add_row(
-            str(rank),
-            f"{float(hit.get('distance', 0.0)):.4f}",
-            Text(str(hit.get("id", ""))),
-            Text(_short(hit.get("document"), None if wide else 200)),
-            Text(_short(json.dumps(meta, ensure_ascii=False, sort_keys=True), None if wide else 60) if meta else ""),
-        )
-    _print(table, wide)
+        distance = hit.get("distance")
+        head = f"{rank:>2}. {'-' if distance is None else f'{float(distance):.4f}'}  "
+        copies = hit.get("duplicates") or []
+        tail = f"  (+{len(copies)} identical)" if copies else ""
+        name = str(hit.get("id", "")) if wide else _hit_label(hit)
+        room = None if wide else max(8, width - len(head) - len(tail))
+        out.append(head + _short(name, room) + tail)
+        text = " ".join(str(hit.get("document") or "(no stored text)").split())
+        if wide:
+            out.append("    " + text)
+            meta = hit.get("metadata") or {}
+            if meta:
+                out.append("    " + json.dumps(meta, ensure_ascii=False, sort_keys=True))
+            if copies:
+                out.append("    identical: " + ", ".join(map(str, copies)))
+        else:
+            wrapped = textwrap.wrap(text, width=width - 4, break_long_words=True) or [""]
+            if len(wrapped) > lines:
+                wrapped = wrapped[:lines]
+                wrapped[-1] = _short(wrapped[-1] + " …", width - 4)
+            out.extend("    " + line for line in wrapped)
+    for line in out:
+        if wide:
+            Console(file=stdout.file, width=_WIDE, color_system=None).print(Text(line), crop=False, soft_wrap=True)
+        else:
+            stdout.print(Text(line), crop=True, no_wrap=True, overflow="crop")
 
 
 def collections_table(collections: Sequence[dict[str, Any]], tenant: str, *, wide: bool = False) -> None:

@@ -37,7 +37,8 @@ def task_options(data: dict[str, Any]) -> dict[str, Any]:
 
 @workflow.with_options(namespace="flux-chroma-cli")
 async def cli_query(ctx: ExecutionContext[dict[str, Any]]) -> Any:
-    """Query ``input.collection`` with ``input.question`` (``k``, ``where``, ``where_document``)."""
+    """Query ``input.collection`` with ``input.question`` (``k``, ``where``, ``where_document``,
+    ``mode``, ``distinct``, ``path_prefix``)."""
     data = ctx.input
     ask = query.with_options(**task_options(data))
     return await ask(
@@ -46,6 +47,9 @@ async def cli_query(ctx: ExecutionContext[dict[str, Any]]) -> Any:
         k=data.get("k", 5),
         where=data.get("where"),
         where_document=data.get("where_document"),
+        mode=data.get("mode", "hybrid"),
+        distinct=data.get("distinct", True),
+        path_prefix=data.get("path_prefix"),
     )
 
 

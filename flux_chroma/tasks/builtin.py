@@ -28,6 +28,7 @@ from flux_chroma.chroma.settings import ConnectionSettings
 from flux_chroma.errors import CollectionNotFoundError, InvalidQueryError, classify_chroma_error
 from flux_chroma.tasks.context import chroma_options, chroma_settings, chroma_target
 from flux_chroma.tasks.decorator import chroma_task
+from flux_chroma.tasks.hybrid import validate_mode, validate_path_prefix
 from flux_chroma.tasks.reader import query_collection
 from flux_chroma.tasks.results import CollectionEntry, Hit, Receipt
 from flux_chroma.tasks.task import emit_progress
@@ -90,8 +91,11 @@ async def query(
     k: int = 5,
     where: dict[str, Any] | None = None,
     where_document: dict[str, Any] | None = None,
+    mode: str = "hybrid",
+    distinct: bool = True,
+    path_prefix: str | None = None,
 ) -> list[Hit] | list[list[Hit]]:
-    """Find the ``k`` nearest records to a question in the tenant's collection.
+    """Find the ``k`` records that best answer a question in the tenant's collection.
 
     Args:
         collection: Tenant-relative collection name (must exist).
@@ -99,15 +103,23 @@ async def query(
         k: Results per question (>= 1).
         where: Chroma metadata filter (one key per dict; combine with ``$and``/``$or``).
         where_document: Chroma document filter (``$contains``, ``$regex``, ...).
+        mode: ``"hybrid"`` (default): nearest vectors fused with full-text matches of the
+            question's phrase, identifiers, numbers and rare words from the server's own
+            full-text index; ``"dense"``: nearest vectors only (one request per call).
+        distinct: Return each text once (default): a hit whose text is identical to a
+            better-ranked one is folded into it and listed under its ``"duplicates"``.
+        path_prefix: Only records of files at or under this folder (``"docs/api"``) or
+            this one file, for collections ingested from ``files`` sources.
 
     Returns:
         For one question, a list of :class:`~flux_chroma.tasks.results.Hit` dicts
-        (``{"id", "document", "metadata", "distance"}``), nearest first; for a list of
-        questions, one such list per question.
+        (``{"id", "document", "metadata", "distance"}`` and ``"duplicates"`` when texts
+        were folded), best first; for a list of questions, one such list per question.
 
     Raises:
         TenantError: No or invalid tenant option.
-        InvalidQueryError: Invalid ``k``, filter or question.
+        InvalidQueryError: Invalid ``k``, ``mode``, filter, prefix or question, or a filter
+            that can never match this collection (e.g. ``$contains`` on a string key).
         CollectionNotFoundError: The collection does not exist.
         EmbeddingMismatchError: The configured model differs from the collection's pin.
         ChromaUnavailableError: The server is unreachable (retried by Flux).
@@ -118,6 +130,10 @@ async def query(
     validate_k(k)
     validate_where(where)
     validate_where_document(where_document)
+    validate_mode(mode)
+    if not isinstance(distinct, bool):
+        raise InvalidQueryError(f"distinct must be True or False, got {distinct!r}.")
+    prefix = validate_path_prefix(path_prefix)
     target = await asyncio.to_thread(resolve_alias, target)  # readers follow the tenant's alias
     hits, _stats = await asyncio.to_thread(
         query_collection,
@@ -129,6 +145,9 @@ async def query(
         ef=options.embedding_function,
         cache=options.embedding_cache(),
         space=options.space,
+        mode=mode,
+        distinct=distinct,
+        path_prefix=prefix,
     )
     return hits[0] if single else hits
 

@@ -1,20 +1,32 @@
-"""The read path: question(s) -> pin check -> embed (+cache) -> ``collection.query`` -> plain dicts.
+"""The read path: question(s) -> pin check -> embed (+cache) -> dense or hybrid -> distinct -> dicts.
 
-Results are plain JSON-able dicts ``{"id", "document", "metadata", "distance"}``: no numpy
-(distributed Flux turns numpy into strings), no Chroma result objects, and none of
-flux-chroma's internal ``fc_*`` metadata keys. Only the question's embedding may come from
-the cache, never the results.
+Results are plain JSON-able dicts ``{"id", "document", "metadata", "distance"}`` (plus
+``"duplicates"`` when identical texts were folded): no numpy (distributed Flux turns numpy
+into strings), no Chroma result objects, and none of flux-chroma's internal ``fc_*`` metadata
+keys. Only the question's embedding may come from the cache, never the results.
+
+``mode="hybrid"`` fuses the dense list with full-text probes on the server's own index (see
+:mod:`flux_chroma.tasks.hybrid`); ``distinct=True`` returns each text once. A filter that
+matched nothing because it can never match (``$contains`` on a string-valued key, a folder
+prefix on a collection without folder metadata) raises :class:`InvalidQueryError` instead of
+returning an empty list.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from flux_chroma.chroma.collections import Resolved, Target, with_collection
+from flux_chroma.errors import InvalidQueryError
+from flux_chroma.tasks import hybrid
 from flux_chroma.tasks.results import Hit
 from flux_chroma.tasks.validation import RESERVED_PREFIX
 
 __all__ = ["Hit", "public_metadata", "query_collection"]
+
+_MAX_FETCH = 10_000
+_DIRS_KEY = "fc_dirs"
 
 
 def public_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
@@ -42,6 +54,61 @@ def _hits(result: dict[str, Any], row: int) -> list[Hit]:
     ]
 
 
+def _and(*clauses: dict[str, Any] | None) -> dict[str, Any] | None:
+    present = [c for c in clauses if c]
+    if not present:
+        return None
+    return present[0] if len(present) == 1 else {"$and": present}
+
+
+class _Search:
+    """One question's candidate lists against one resolved collection."""
+
+    def __init__(self, resolved: Resolved, where: dict[str, Any] | None, where_document: dict[str, Any] | None) -> None:
+        self.collection = resolved.collection
+        self.where = where
+        self.where_document = where_document
+
+    def dense(self, vectors: list[Any], n: int) -> list[list[Hit]]:
+        result = self.collection.query(
+            query_embeddings=vectors,
+            n_results=n,
+            where=self.where,
+            where_document=self.where_document,  # type: ignore[arg-type]
+            include=["documents", "metadatas", "distances"],
+        )
+        return [_hits(dict(result), row) for row in range(len(vectors))]
+
+    def probe(self, vector: Any, clause: dict[str, Any], n: int) -> list[Hit]:
+        result = self.collection.query(
+            query_embeddings=[vector],
+            n_results=n,
+            where=self.where,
+            where_document=_and(clause, self.where_document),  # type: ignore[arg-type]
+            include=["documents", "metadatas", "distances"],
+        )
+        return _hits(dict(result), 0)
+
+    def hybrid(self, question: str, vector: Any, n: int, pool: ThreadPoolExecutor) -> tuple[list[Hit], bool]:
+        found = hybrid.probes(question)
+        futures = [pool.submit(self.probe, vector, p.clause, n) for p in found]
+        lists = [self.dense([vector], n)[0]] + [f.result() for f in futures]
+        by_id: dict[str, Hit] = {}
+        for hits in lists:
+            for hit in hits:
+                by_id.setdefault(hit["id"], hit)
+        weights = [1.0] + [p.weight for p in found]
+        order = hybrid.fuse(
+            [([h["id"] for h in hits], w) for hits, w in zip(lists, weights, strict=True)],
+            full=[len(hits) >= n for hits in lists],
+        )
+        return [by_id[rid] for rid in order], len(lists[0]) >= n
+
+
+def _fetch_size(k: int, distinct: bool) -> int:
+    return min(_MAX_FETCH, max(3 * k, k + 10) if distinct else k)
+
+
 def query_collection(
     target: Target,
     questions: list[str],
@@ -52,6 +119,9 @@ def query_collection(
     ef: Any = None,
     cache: Any = None,
     space: str | None = None,
+    mode: str = "dense",
+    distinct: bool = True,
+    path_prefix: str | None = None,
 ) -> tuple[list[list[Hit]], dict[str, Any]]:
     """Run validated questions against a tenant's existing collection.
 
@@ -64,13 +134,19 @@ def query_collection(
         ef: Configured embedding function, or ``None`` for the pinned one.
         cache: Embedding cache for the questions, or ``None``.
         space: Expected distance space (``None`` = whatever the collection is pinned to).
+        mode: ``"dense"`` or ``"hybrid"`` (validated).
+        distinct: Return each text once (more candidates are fetched so ``k`` distinct
+            texts come back when the collection has them).
+        path_prefix: Validated folder or file path prefix (``files`` sources).
 
     Returns:
         ``(hits per question, stats)`` where stats holds cache hits/misses and seconds.
 
     Raises:
+        InvalidQueryError: A filter matched nothing because it can never match.
         FluxChromaError: Typed errors (not found, pin mismatch, unavailable, ...).
     """
+    full_where = _and(where, hybrid.path_prefix_filter(path_prefix) if path_prefix else None)
 
     def run(resolved: Resolved) -> tuple[list[list[Hit]], dict[str, Any]]:
         from flux_chroma.embedding.embedder import CachingEmbedder
@@ -82,19 +158,39 @@ def query_collection(
             dimension=resolved.pin.dimension,
         )
         embedded = embedder.embed(questions)
-        result = resolved.collection.query(
-            query_embeddings=embedded.vectors,
-            n_results=k,
-            where=where,
-            where_document=where_document,  # type: ignore[arg-type]
-            include=["documents", "metadatas", "distances"],
-        )
+        search = _Search(resolved, full_where, where_document)
+        out: list[list[Hit]] = []
+        with ThreadPoolExecutor(max_workers=hybrid.MAX_PROBES, thread_name_prefix="fc-probe") as pool:
+
+            def ranked(index: int, n: int) -> tuple[list[Hit], bool]:
+                """Candidates for question ``index`` and whether more exist beyond ``n``."""
+                vector = embedded.vectors[index]
+                if mode == "hybrid":
+                    return search.hybrid(questions[index], vector, n, pool)
+                hits = search.dense([vector], n)[0]
+                return hits, len(hits) >= n
+
+            n = _fetch_size(k, distinct)
+            batch = search.dense(list(embedded.vectors), n) if mode == "dense" else None
+            for index in range(len(questions)):
+                hits, more = (batch[index], len(batch[index]) >= n) if batch is not None else ranked(index, n)
+                size = n
+                while distinct:
+                    kept = hybrid.distinct(hits, k)
+                    if len(kept) >= k or not more or size >= _MAX_FETCH:
+                        hits = kept
+                        break
+                    size = min(_MAX_FETCH, size * 4)
+                    hits, more = ranked(index, size)
+                out.append(hits[:k])
+        if not any(out) and (full_where or where_document):
+            _explain_no_hits(resolved, where, path_prefix)
         stats = {
             "cache_hits": embedded.hits,
             "cache_misses": embedded.misses,
             "embed_seconds": round(embedded.seconds, 6),
         }
-        return [_hits(dict(result), row) for row in range(len(questions))], stats
+        return out, stats
 
     return with_collection(
         target,
@@ -104,3 +200,49 @@ def query_collection(
         create=False,
         action=f"query {target.label!r}",
     )
+
+
+def _contains_keys(where: Any, path: str = "where") -> list[tuple[str, str, Any]]:
+    """``(path, key, operand)`` of every ``$contains``/``$not_contains`` metadata condition."""
+    if not isinstance(where, dict):
+        return []
+    found: list[tuple[str, str, Any]] = []
+    for key, value in where.items():
+        if key in ("$and", "$or") and isinstance(value, list):
+            for i, sub in enumerate(value):
+                found.extend(_contains_keys(sub, f"{path}[{key!r}][{i}]"))
+        elif isinstance(value, dict) and "$contains" in value:
+            found.append((path, key, value["$contains"]))
+    return found
+
+
+def _explain_no_hits(resolved: Resolved, where: dict[str, Any] | None, path_prefix: str | None) -> None:
+    """Raise when an empty answer comes from a filter that cannot match this collection.
+
+    Looks at a sample of stored metadata (one request, only after an empty answer).
+    """
+    checks = _contains_keys(where)
+    if not checks and not path_prefix:
+        return
+    sample = resolved.collection.get(limit=200, include=["metadatas"])
+    metas = [m for m in (sample.get("metadatas") or []) if m]
+    for path, key, operand in checks:
+        values = [m[key] for m in metas if key in m]
+        if values and not any(isinstance(v, list) for v in values):
+            example = next(str(v) for v in values)
+            hint = (
+                f"use path_prefix={operand!r} (--path-prefix) for a folder"
+                if key == "path"
+                else f"use {{{key!r}: {{'$eq': {operand!r}}}}} for equality"
+            )
+            raise InvalidQueryError(
+                f"{path}[{key!r}] uses $contains, which tests membership in a LIST value, but "
+                f"{key!r} holds single values here (e.g. {example!r}), so this filter can never "
+                f"match: {hint}, or where_document={{'$contains': ...}} for text in the document."
+            )
+    if path_prefix and metas and not any(_DIRS_KEY in m for m in metas) and any("path" in m for m in metas):
+        raise InvalidQueryError(
+            f"path_prefix={path_prefix!r} matched nothing, and this collection's records carry no "
+            f"folder metadata ({_DIRS_KEY!r}): they were ingested by an older flux-chroma. Ingest "
+            "the folder again to add it, or filter on a whole file with where={'path': ...}."
+        )

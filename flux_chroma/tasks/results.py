@@ -7,7 +7,7 @@ objects. These types only describe them (for readers, editors and mypy); at run 
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from flux_chroma.chroma.pinning import PinSummary
 
@@ -60,12 +60,16 @@ class Hit(TypedDict):
         document: The stored text (``None`` if the record has none).
         metadata: The record's metadata, without flux-chroma's ``fc_*`` keys.
         distance: Distance to the question in the collection's space (smaller is nearer).
+        duplicates: With ``distinct=True`` (the default), the ids of other records with
+            exactly the same text among the candidates, folded into this hit; absent when
+            there are none.
     """
 
     id: str
     document: str | None
     metadata: dict[str, Any]
     distance: float | None
+    duplicates: NotRequired[list[str]]
 
 
 class CollectionEntry(TypedDict):

@@ -1,0 +1,195 @@
+"""Hybrid retrieval, distinct results and filters, against a real server and the real model.
+
+Every test runs the public ``query`` task through Flux (``ask_wf``) on the session's
+``chroma run`` server, with Chroma's default model (all-MiniLM-L6-v2).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from query_workflows import ask_wf
+from workflows import ingest_wf
+
+from flux_chroma.errors import InvalidQueryError
+from flux_chroma.tasks.hybrid import escape_regex, probes
+
+# A long release-notes chunk names a renamed setting once; ten short texts are about what the
+# setting's words mean (idle sessions, lingering sockets, milliseconds). The dense vector of the
+# long chunk is diluted by its other fourteen entries.
+CHANGELOG = (
+    "Release 3.2.0. The dashboard has a dark theme. The manual's typos were fixed. "
+    "Exports to CSV keep the column order. The installer no longer asks twice for the target folder. "
+    "Search results highlight the matched words. The calendar view starts on Monday in European locales. "
+    "Printing a report with more than a hundred pages no longer runs out of memory. "
+    "The session setting keep_alive_ms is now called SESSION_LINGER_MS. "
+    "Drag and drop works between two open projects. Keyboard shortcuts can be changed in the preferences. "
+    "The spell checker knows Portuguese. Charts can be copied as images. Undo remembers fifty steps."
+)
+NEAR_MISSES = [
+    "Idle connections are closed after a timeout measured in milliseconds.",
+    "The session keeps running while the user is idle; it expires after thirty minutes.",
+    "Linger time: how long a socket waits for unsent data when it is closed.",
+    "Set the session timeout in milliseconds in the configuration file.",
+    "A keep-alive message is sent every few seconds so the connection stays open.",
+    "Sessions are stored on the server and identified by a cookie.",
+    "The MS value in a setting name means milliseconds.",
+    "Environment variables override the settings of the configuration file.",
+    "Session settings can be changed per user in the administration panel.",
+    "Connection pooling reuses sockets between requests.",
+]
+MIT = (
+    "Permission is hereby granted, free of charge, to any person obtaining a copy of this software "
+    "and associated documentation files, to deal in the Software without restriction."
+)
+
+
+def _ingest(tenant: str, collection: str, docs: list[dict[str, Any]]) -> None:
+    run = ingest_wf.run({"tenant": tenant, "collection": collection, "docs": docs})
+    assert run.has_succeeded, run.output
+
+
+def _ask(tenant: str, collection: str, question: Any, **extra: Any) -> Any:
+    run = ask_wf.run({"tenant": tenant, "collection": collection, "question": question, **extra})
+    assert run.has_succeeded, run.output
+    json.dumps(run.output)  # plain JSON
+    return run.output
+
+
+def _fails(tenant: str, collection: str, question: Any, **extra: Any) -> Exception:
+    run = ask_wf.run({"tenant": tenant, "collection": collection, "question": question, **extra})
+    assert run.has_failed, run.output
+    return run.output  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def notes(tenant: str) -> str:
+    docs = [{"id": "changelog", "text": CHANGELOG}] + [{"id": f"d{i}", "text": t} for i, t in enumerate(NEAR_MISSES)]
+    _ingest(tenant, "notes", docs)
+    return tenant
+
+
+@pytest.mark.parametrize("question", ["SESSION_LINGER_MS", "what is SESSION_LINGER_MS?"], ids=["bare", "in-a-question"])
+def test_hybrid_finds_an_identifier_that_dense_misses(notes: str, question: str) -> None:
+    dense = [h["id"] for h in _ask(notes, "notes", question, k=3, mode="dense")]
+    hybrid = [h["id"] for h in _ask(notes, "notes", question, k=3, mode="hybrid")]
+    assert "changelog" not in dense  # the diluted chunk is not among the 3 nearest vectors
+    assert hybrid[0] == "changelog"
+
+
+def test_hybrid_is_the_default_and_keeps_dense_distances(notes: str) -> None:
+    default = _ask(notes, "notes", "SESSION_LINGER_MS", k=3)
+    assert default[0]["id"] == "changelog"
+    dense_all = {h["id"]: h["distance"] for h in _ask(notes, "notes", "SESSION_LINGER_MS", k=11, mode="dense")}
+    assert all(h["distance"] == pytest.approx(dense_all[h["id"]]) for h in default)
+
+
+def test_distinct_results_fold_identical_texts_and_still_return_k(tenant: str) -> None:
+    copies = [{"id": f"licence-{name}", "text": MIT, "metadata": {"path": f"{name}/copyright"}} for name in ("git", "git-man", "dbus")]
+    others = [{"id": f"o{i}", "text": t} for i, t in enumerate(NEAR_MISSES[:4])]
+    _ingest(tenant, "licences", copies + others)
+    question = "may I copy the software free of charge?"
+    folded = _ask(tenant, "licences", question, k=3, mode="dense")
+    texts = [h["document"] for h in folded]
+    assert len(folded) == 3 and len(set(texts)) == 3
+    first = folded[0]
+    assert first["document"] == MIT
+    assert sorted([first["id"], *first["duplicates"]]) == sorted(c["id"] for c in copies)
+    assert all("duplicates" not in h for h in folded[1:])
+    every = _ask(tenant, "licences", question, k=3, mode="dense", distinct=False)
+    assert [h["document"] for h in every] == [MIT, MIT, MIT]
+    assert all("duplicates" not in h for h in every)
+
+
+def test_path_prefix_selects_a_folder_and_its_subfolders(tenant: str, tmp_path: Path) -> None:
+    from flux_chroma.ingest import run_ingest
+
+    files = {
+        "docs/api/query.md": "The query task returns hits ranked by distance.",
+        "docs/api/v2/search.md": "Search combines vectors and the full-text index.",
+        "docs/apis.md": "A list of third-party APIs.",
+        "docs/guide.md": "The guide explains how to ingest a folder.",
+        "notes/api.md": "Notes about the api folder.",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    job = {"tenant": tenant, "collection": "site", "sources": [{"kind": "files", "id": "site", "path": str(tmp_path)}]}
+    ctx = run_ingest(job)
+    assert ctx.has_succeeded, ctx.output
+    question = "how are results ranked?"
+    paths = {h["metadata"]["path"] for h in _ask(tenant, "site", question, k=10, path_prefix="docs/api")}
+    assert paths == {"docs/api/query.md", "docs/api/v2/search.md"}  # not docs/apis.md
+    paths = {h["metadata"]["path"] for h in _ask(tenant, "site", question, k=10, path_prefix="docs/api/")}
+    assert paths == {"docs/api/query.md", "docs/api/v2/search.md"}
+    one = _ask(tenant, "site", question, k=10, path_prefix="docs/guide.md")
+    assert [h["metadata"]["path"] for h in one] == ["docs/guide.md"]
+    both = _ask(tenant, "site", question, k=10, path_prefix="docs", where={"path": {"$ne": "docs/apis.md"}})
+    assert {h["metadata"]["path"] for h in both} == {"docs/api/query.md", "docs/api/v2/search.md", "docs/guide.md"}
+
+    err = _fails(tenant, "site", question, where={"path": {"$contains": "docs/api"}})
+    assert isinstance(err, InvalidQueryError)
+    text = str(err)
+    assert "where['path']" in text and "can never match" in text and "path_prefix='docs/api'" in text
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        ({"where": {"path": {"$like": "docs%"}}}, "unknown operator '$like'"),
+        ({"where_document": {"$matches": "x"}}, "unknown operator '$matches'"),
+        ({"mode": "bm25"}, "mode='bm25'"),
+        ({"path_prefix": "../etc"}, "not a relative folder path"),
+        ({"path_prefix": "/docs"}, "not a relative folder path"),
+        ({"distinct": "yes"}, "distinct must be True or False"),
+    ],
+    ids=["where-unknown-op", "where-document-unknown-op", "unknown-mode", "prefix-dotdot", "prefix-absolute", "distinct-not-bool"],
+)
+def test_bad_query_arguments_are_typed_errors(notes: str, extra: dict[str, Any], needle: str) -> None:
+    err = _fails(notes, "notes", "anything", **extra)
+    assert isinstance(err, InvalidQueryError), err
+    assert needle in str(err)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "the of and to is it",
+        "?!... ,;: ---",
+        "what does (?i)[a-z]+ \\d{2,} $^ | .* mean? (unclosed [bracket",
+        ("SESSION_LINGER_MS " + "settings and sessions " * 500)[:10_000],
+    ],
+    ids=["stopwords", "punctuation", "regex-metacharacters", "10k-characters"],
+)
+def test_odd_questions_give_results_not_server_errors(notes: str, question: str) -> None:
+    assert len(question) <= 10_000
+    hits = _ask(notes, "notes", question, k=3)
+    assert len(hits) == 3 and len({h["id"] for h in hits}) == 3
+
+
+def test_k_larger_than_the_collection_returns_everything_once(notes: str) -> None:
+    for mode in ("dense", "hybrid"):
+        hits = _ask(notes, "notes", "SESSION_LINGER_MS", k=500, mode=mode)
+        assert sorted(h["id"] for h in hits) == sorted(["changelog", *[f"d{i}" for i in range(10)]])
+
+
+def test_a_collection_without_stored_documents_still_answers(tenant: str, raw_client) -> None:  # type: ignore[no-untyped-def]
+    _ingest(tenant, "vectors", [{"id": "seed", "text": "seed"}])
+    coll = raw_client.get_collection(f"{tenant}__vectors")
+    vectors = coll.get(ids=["seed"], include=["embeddings"])["embeddings"]
+    coll.add(ids=["bare-1", "bare-2"], embeddings=[list(vectors[0]), [v * 0.5 for v in vectors[0]]])
+    for mode in ("dense", "hybrid"):
+        hits = _ask(tenant, "vectors", "SESSION_LINGER_MS seed", k=3, mode=mode)
+        assert {h["id"] for h in hits} == {"seed", "bare-1", "bare-2"}
+        assert {h["document"] for h in hits if h["id"] != "seed"} == {None}
+
+
+def test_probes_escape_the_question_and_put_identifiers_first() -> None:
+    found = probes('error "connection reset by peer" in libfoo-2.1 with --no-cache and ExecStart')
+    assert [p.kind for p in found][:2] == ["quoted", "phrase"]
+    assert [p.term for p in found if p.kind == "identifier"][:3] == ["libfoo-2.1", "--no-cache", "ExecStart"]
+    assert probes("the of and to is it") == []
+    assert escape_regex("a+b (c)  d.*") == r"a\+b\s+\(c\)\s+d\.\*"
