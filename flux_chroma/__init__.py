@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from flux_chroma._version import __version__
+from flux_chroma.chroma.collections import Resolved
 from flux_chroma.chroma.server import ChromaServer
 from flux_chroma.chroma.settings import ConnectionSettings
 from flux_chroma.errors import (
@@ -30,6 +31,7 @@ from flux_chroma.errors import (
     ModelNotAvailableError,
     NotChromaServerError,
     OneOwnerError,
+    QualityGateError,
     ServerStartError,
     SourceChangedError,
     SourceConflictError,
@@ -47,6 +49,7 @@ from flux_chroma.ingest import (
     run_ingest_tenants,
     run_migration,
 )
+from flux_chroma.quality import evaluate, load_labels
 from flux_chroma.tasks.builtin import (
     delete_collection,
     delete_documents,
@@ -56,7 +59,17 @@ from flux_chroma.tasks.builtin import (
 )
 from flux_chroma.tasks.context import chroma_options, chroma_target, use_collection
 from flux_chroma.tasks.decorator import chroma_task
+from flux_chroma.tasks.documents import (
+    DocumentEntry,
+    Passage,
+    Record,
+    expand_hit,
+    get_document,
+    get_records,
+    list_documents,
+)
 from flux_chroma.tasks.options import ChromaOptions
+from flux_chroma.tasks.reader import public_metadata
 from flux_chroma.tasks.results import CollectionEntry, Hit, PinSummary, Receipt
 from flux_chroma.tasks.task import ChromaTask
 
@@ -81,6 +94,10 @@ __all__ = [
     "list_collections",
     "delete_collection",
     "delete_documents",
+    "get_document",
+    "expand_hit",
+    "get_records",
+    "list_documents",
     "ChromaTask",
     "ChromaOptions",
     # writing your own tasks
@@ -88,11 +105,19 @@ __all__ = [
     "chroma_options",
     "chroma_target",
     "use_collection",
+    "Resolved",
+    "public_metadata",
     # task outputs
     "Receipt",
     "Hit",
     "CollectionEntry",
     "PinSummary",
+    "Passage",
+    "Record",
+    "DocumentEntry",
+    # measured retrieval quality
+    "evaluate",
+    "load_labels",
     # replayable ingestion and migration
     "IngestJob",
     "run_ingest",
@@ -112,6 +137,7 @@ __all__ = [
     "FluxChromaError",
     "ConfigurationError",
     "OneOwnerError",
+    "QualityGateError",
     "InvalidNameError",
     "TenantError",
     "InvalidDocumentError",

@@ -31,6 +31,7 @@ __all__ = [
     "ModelNotAvailableError",
     "NotChromaServerError",
     "OneOwnerError",
+    "QualityGateError",
     "ServerStartError",
     "SourceChangedError",
     "SourceConflictError",
@@ -138,6 +139,14 @@ class SourceConflictError(ConfigurationError):
     that came from a different folder, file or loader (another job's, or this source's
     before it moved). The message names both locations and says what to do: give the
     source another id, or opt in to ``relocate`` when the folder really moved.
+    """
+
+
+class QualityGateError(FluxChromaError):
+    """A migration's new collection answers a labelled set worse than allowed.
+
+    Raised before the alias is switched: readers keep the old collection. The message gives
+    both recall@10 figures and the threshold; the new collection is left for inspection.
     """
 
 

@@ -10,9 +10,13 @@ Readers keep using the collection name (say ``kb``). The migration:
    and metadata (including ``fc_source``) into the target.
 3. ``reconcile_migration``: compares ids and content hashes of source and target, copies
    what the source gained meanwhile, deletes what it lost, and verifies both sides match.
-4. ``switch_alias``: points ``kb`` at the target, only if it still resolves to the source.
+4. Optional quality gate (``labels`` and ``max_recall_drop``): the labelled set is asked of
+   source and target; when the target's recall@10 is lower by more than ``max_recall_drop``
+   the migration fails with :class:`~flux_chroma.errors.QualityGateError` and step 5 never
+   runs (see :mod:`flux_chroma.quality.gate`).
+5. ``switch_alias``: points ``kb`` at the target, only if it still resolves to the source.
 
-Until step 4 every query of ``kb`` is answered by the old collection with the old model;
+Until step 5 every query of ``kb`` is answered by the old collection with the old model;
 after it, by the new collection with the new model. A query resolves the alias once, so it
 never mixes models. The old collection is left in place (switch back with
 :func:`flux_chroma.chroma.aliases.set_alias`, or delete it when satisfied).
@@ -22,8 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from flux import ExecutionContext, workflow
@@ -49,6 +54,8 @@ from flux_chroma.ingest.spec import (
     digest_of,
     embedding_from_spec,
 )
+from flux_chroma.quality.gate import check_gate, quality_gate
+from flux_chroma.quality.labels import load_labels
 from flux_chroma.tasks.context import chroma_options
 from flux_chroma.tasks.decorator import chroma_task
 from flux_chroma.tasks.options import ChromaOptions
@@ -72,6 +79,10 @@ class MigrationSpec:
         space: Distance space of the target (default: the source's).
         options: Loggable task options (as for :class:`~flux_chroma.ingest.IngestJob`).
         key: Job key for execution ids (default: a digest of the spec).
+        labels: Labelled questions (``{"question", "relevant_documents"}`` dicts) for the
+            quality gate, or ``None`` for no gate.
+        max_recall_drop: The largest recall@10 drop (old minus new, 0..1) the gate accepts
+            (default 0.0 when ``labels`` is given).
     """
 
     tenant: str
@@ -82,6 +93,8 @@ class MigrationSpec:
     space: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
     key: str | None = None
+    labels: list[dict[str, Any]] | None = None
+    max_recall_drop: float | None = None
 
     def __post_init__(self) -> None:
         validate_tenant(self.tenant)
@@ -93,6 +106,9 @@ class MigrationSpec:
             raise ConfigurationError("migration.embedding_function is required: the model to migrate to.")
         object.__setattr__(self, "embedding_function", ef)
         object.__setattr__(self, "options", check_options(self.options, "migration"))
+        labels, drop = check_gate(self.labels, self.max_recall_drop)
+        object.__setattr__(self, "labels", labels)
+        object.__setattr__(self, "max_recall_drop", drop)
         if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
             raise ConfigurationError(f"batch_size must be a positive integer, got {self.batch_size!r}.")
 
@@ -103,7 +119,7 @@ class MigrationSpec:
             return data
         if not isinstance(data, Mapping):
             raise ConfigurationError(f"a migration spec must be a dict, got {type(data).__name__}.")
-        known = {"tenant", "collection", "embedding_function", "target", "batch_size", "space", "options", "key"}
+        known = {"tenant", "collection", "embedding_function", "target", "batch_size", "space", "options", "key", "labels", "max_recall_drop"}
         if set(data) - known:
             raise ConfigurationError(f"migration spec has unknown field(s) {sorted(set(data) - known)}.")
         return cls(**dict(data))
@@ -111,7 +127,7 @@ class MigrationSpec:
     def to_dict(self) -> dict[str, Any]:
         """The JSON form."""
         out = {"tenant": self.tenant, "collection": self.collection, "embedding_function": self.embedding_function, "batch_size": self.batch_size}
-        for name in ("target", "space", "key"):
+        for name in ("target", "space", "key", "labels", "max_recall_drop"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         if self.options:
@@ -326,20 +342,27 @@ async def migration_steps(spec: MigrationSpec | dict[str, Any]) -> dict[str, Any
 
     Returns:
         ``{"tenant", "collection", "source", "target", "noop", "count", "pages", "added",
-        "updated", "skipped", "embedded", "embed_seconds", "reconcile", "switch", "pin"}``.
+        "updated", "skipped", "embedded", "embed_seconds", "reconcile", "gate", "switch", "pin"}``.
+
+    Raises:
+        QualityGateError: The spec has a labelled set and the new model's recall@10 drops by
+            more than ``max_recall_drop`` (the alias is not switched).
     """
     spec = MigrationSpec.from_dict(spec)
     spec_dict, opts = spec.to_dict(), spec.task_options()
     plan = await plan_migration.with_options(**opts)(spec_dict)
     report: dict[str, Any] = {"tenant": spec.tenant, "collection": spec.collection, "source": plan["source"], "target": plan["target"], "noop": plan["noop"], "count": plan["count"], "pages": len(plan["pages"]), "pin": plan["pin"]}
     if plan["noop"]:
-        return {**report, "reconcile": None, "switch": None}
+        return {**report, "reconcile": None, "gate": None, "switch": None}
     page_task = migrate_page.with_options(**opts)
     receipts = [await page_task(plan["source"], plan["target"], ref) for ref in plan["pages"]]
     for key in ("added", "updated", "skipped", "embedded"):
         report[key] = sum(int(r.get(key, 0)) for r in receipts)
     report["embed_seconds"] = round(sum(float(r.get("embed_seconds", 0.0)) for r in receipts), 6)
     report["reconcile"] = await reconcile_migration.with_options(**opts)(plan["source"], plan["target"])
+    report["gate"] = None
+    if spec.labels is not None and spec.max_recall_drop is not None:
+        report["gate"] = await quality_gate(plan["source"], plan["target"], spec.labels, spec.max_recall_drop, opts)  # type: ignore[arg-type]
     report["switch"] = await switch_alias.with_options(**opts)(spec.collection, plan["target"], plan["source"])
     return report
 
@@ -351,17 +374,36 @@ async def migrate_collection(ctx: ExecutionContext[dict[str, Any]]) -> dict[str,
     return await migration_steps(data.get("spec", data))
 
 
-def run_migration(spec: MigrationSpec | Mapping[str, Any], *, on_progress: Progress | None = None) -> ExecutionContext[Any]:
+def run_migration(
+    spec: MigrationSpec | Mapping[str, Any],
+    *,
+    on_progress: Progress | None = None,
+    labels: str | Path | Iterable[Mapping[str, Any]] | None = None,
+    max_recall_drop: float | None = None,
+) -> ExecutionContext[Any]:
     """Run a migration inline with deterministic execution ids (resume/re-run like ingestion).
 
     Args:
         spec: The migration spec.
         on_progress: Progress callback (one value per migrated page).
+        labels: A labelled set (JSON-lines path or list of dicts) for the quality gate; it
+            replaces the spec's ``labels``.
+        max_recall_drop: The largest recall@10 drop the gate accepts (default 0.0).
 
     Returns:
-        The execution context; ``output`` is the report (see :func:`migration_steps`).
+        The execution context; ``output`` is the report (see :func:`migration_steps`), or a
+        :class:`~flux_chroma.errors.QualityGateError` when the gate refused the new model.
+
+    Raises:
+        ConfigurationError: A malformed spec or labelled set.
+
+    Example:
+        >>> run = run_migration(spec, labels="labels.jsonl", max_recall_drop=0.02)  # doctest: +SKIP
     """
     spec = MigrationSpec.from_dict(spec)
+    if labels is not None or max_recall_drop is not None:
+        gate_labels = [dict(q) for q in load_labels(labels)] if labels is not None else spec.labels
+        spec = replace(spec, labels=gate_labels, max_recall_drop=max_recall_drop)
     key = spec.key or digest_of({k: v for k, v in spec.to_dict().items() if k != "key"}, 20)
     base = execution_base("migrate", spec.tenant, spec.collection, key)
     return run_durable(migrate_collection, {"spec": spec.to_dict()}, base=base, on_progress=on_progress)

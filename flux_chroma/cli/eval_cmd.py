@@ -1,0 +1,87 @@
+"""``flux-chroma eval LABELS.jsonl -c NAME``: measured retrieval quality, per query mode."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from flux_chroma.cli.inspect import Collection, Debug, FluxHome, JsonOut, Tenancy, Tenant, Url
+from flux_chroma.cli.support import (
+    CliError,
+    check_settings,
+    check_tenant,
+    cli_errors,
+    print_json,
+    run_workflow,
+    stdout,
+)
+from flux_chroma.cli.text import Command
+
+__all__ = ["eval_command", "register", "report_lines"]
+
+
+def report_lines(report: dict[str, Any]) -> list[str]:
+    """The report as aligned text lines: one row per mode, then per kind and mode."""
+    ks = report["k"]
+    columns = [f"recall@{k}" for k in ks] + ["mrr", "ndcg@10"]
+    head = f"{'':<22}{'n':>5}" + "".join(f"{c:>11}" for c in columns)
+    lines = [f"{report['collection']}: {report['questions']} questions", head]
+
+    def row(label: str, figures: dict[str, Any]) -> str:
+        return f"{label:<22}{figures['questions']:>5}" + "".join(f"{figures[c]:>11.4f}" for c in columns)
+
+    for mode, figures in report["modes"].items():
+        lines.append(row(mode, figures))
+    for kind, per_mode in report["kinds"].items():
+        for mode, figures in per_mode.items():
+            lines.append(row(f"{kind} / {mode}"[:21], figures))
+    return lines
+
+
+def eval_command(
+    labels: Annotated[Path, typer.Argument(metavar="LABELS", help='JSON lines: {"question": ..., "relevant_documents": [...]}.')],
+    collection: Collection,
+    mode: Annotated[list[str] | None, typer.Option("--mode", "-m", metavar="MODE", help="Query mode to measure (repeatable) [default: every mode].")] = None,
+    k: Annotated[str, typer.Option("-k", "--k", metavar="K,K,...", help="Recall cut-offs.")] = "1,5,10",
+    url: Url = None,
+    tenant: Tenant = None,
+    tenancy: Tenancy = "prefix",
+    json_out: JsonOut = False,
+    flux_home: FluxHome = None,
+    debug: Debug = False,
+) -> None:
+    """Measure recall@k, MRR and nDCG@10 of a collection on a labelled set, per query mode."""
+    with cli_errors(debug=debug, json_out=json_out):
+        from flux_chroma.chroma.naming import validate_collection_name
+        from flux_chroma.quality.evaluate import check_run, evaluate_collection
+        from flux_chroma.quality.labels import load_labels
+
+        settings = check_settings(url)
+        check_tenant(tenant, tenancy)
+        validate_collection_name(collection)
+        try:
+            cutoffs = [int(part) for part in k.split(",") if part.strip()]
+        except ValueError:
+            raise CliError(f"-k {k!r} is not a comma-separated list of integers.", "write e.g. -k 1,5,10.") from None
+        modes, ks = check_run(mode or None, cutoffs)
+        checked = load_labels(labels)
+        options = {"tenant": tenant, "tenancy": tenancy, "url": settings.url, "retry_max_attempts": 0}
+        if not json_out:
+            stdout.print(f"asking {len(checked)} questions x {len(modes)} mode(s) of {tenant}/{collection} ...", highlight=False, markup=False)
+        report = run_workflow(
+            evaluate_collection,
+            {"collection": collection, "labels": [dict(q) for q in checked], "modes": modes, "k": ks, "options": options},
+            flux_home,
+        )
+        if json_out:
+            print_json({"tenant": tenant, **report})
+            return
+        for line in report_lines(report):
+            stdout.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``eval`` to the ``flux-chroma`` command."""
+    app.command(cls=Command, name="eval")(eval_command)

@@ -1,0 +1,110 @@
+"""``flux-chroma docs`` and ``flux-chroma show``: look at what a collection stores.
+
+``docs`` lists the documents with their chunk counts. ``show ID`` prints a record by id; a
+chunk id with ``--context N`` adds N neighbouring chunks on each side; a document id (or
+``--document``) prints the whole document, rebuilt in order from its chunks.
+"""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from flux_chroma.cli.support import (
+    check_settings,
+    check_tenant,
+    cli_errors,
+    json_option,
+    print_json,
+    run_workflow,
+    stdout,
+)
+from flux_chroma.cli.text import Command
+
+__all__ = ["register", "Url", "Tenant", "Tenancy", "JsonOut", "Debug", "FluxHome", "Collection"]
+
+Url = Annotated[str | None, typer.Option("--url", metavar="URL", envvar="FLUX_CHROMA_URL", help="Chroma server URL [default: http://localhost:8000].")]
+Tenant = Annotated[str | None, typer.Option("--tenant", "-t", metavar="TENANT", envvar="FLUX_CHROMA_TENANT", help="Tenant id (lowercase letters, digits, hyphens).")]
+Tenancy = Annotated[str, typer.Option("--tenancy", metavar="MODE", help="'prefix' (tenant__name) or 'database' (one database per tenant).")]
+JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of text.")]
+Debug = Annotated[bool, typer.Option("--debug", help="Print tracebacks on errors.")]
+FluxHome = Annotated[Path | None, typer.Option("--flux-home", metavar="DIR", help="Folder for Flux's state (default: FLUX_HOME, else ./.flux).")]
+Collection = Annotated[str, typer.Option("--collection", "-c", metavar="NAME", help="Tenant-relative collection name.")]
+
+
+def _run(task: str, collection: str, args: list[Any], url: str | None, tenant: str | None, tenancy: str, flux_home: Path | None) -> Any:
+    from flux_chroma.chroma.naming import validate_collection_name
+    from flux_chroma.cli.inspect_workflows import cli_inspect
+
+    settings = check_settings(url)
+    check_tenant(tenant, tenancy)
+    validate_collection_name(collection)
+    payload = {"tenant": tenant, "tenancy": tenancy, "url": settings.url, "collection": collection, "task": task, "args": args}
+    return run_workflow(cli_inspect, payload, flux_home)
+
+
+def docs(
+    collection: Collection,
+    where: Annotated[str | None, typer.Option("--where", metavar="JSON", help='Metadata filter as JSON, e.g. \'{"path": "guide.md"}\'.')] = None,
+    url: Url = None,
+    tenant: Tenant = None,
+    tenancy: Tenancy = "prefix",
+    json_out: JsonOut = False,
+    flux_home: FluxHome = None,
+    debug: Debug = False,
+) -> None:
+    """List the documents stored in a collection, with their chunk counts."""
+    with cli_errors(debug=debug, json_out=json_out):
+        found = _run("list_documents", collection, [json_option(where, "--where")], url, tenant, tenancy, flux_home)
+        if json_out:
+            print_json({"tenant": tenant, "collection": collection, "documents": found})
+            return
+        for entry in found:
+            stdout.print(f"{entry['chunks']:>6}  {entry['document_id']}", highlight=False, markup=False)
+        chunks = sum(e["chunks"] for e in found)
+        stdout.print(f"{len(found)} documents, {chunks} chunks in {tenant}/{collection}", highlight=False, markup=False)
+
+
+def show(
+    record_id: Annotated[str, typer.Argument(metavar="ID", help="A record (chunk) id, or a document id.")],
+    collection: Collection,
+    context: Annotated[int, typer.Option("--context", "-n", metavar="N", help="Neighbouring chunks to add on each side of a chunk.")] = 0,
+    document: Annotated[bool, typer.Option("--document", help="Print the whole document the chunk belongs to.")] = False,
+    url: Url = None,
+    tenant: Tenant = None,
+    tenancy: Tenancy = "prefix",
+    json_out: JsonOut = False,
+    flux_home: FluxHome = None,
+    debug: Debug = False,
+) -> None:
+    """Print a stored record, a chunk with its neighbours, or a whole document."""
+    from flux_chroma.tasks.documents import document_key, parse_chunk_id
+
+    with cli_errors(debug=debug, json_out=json_out):
+        if document or parse_chunk_id(record_id) is None:
+            passage = _run("get_document", collection, [document_key(record_id)], url, tenant, tenancy, flux_home)
+        else:
+            passage = _run("expand_hit", collection, [record_id, context], url, tenant, tenancy, flux_home)
+        if json_out:
+            print_json({"tenant": tenant, "collection": collection, **passage})
+            return
+        chunks = passage["chunks"]
+        indexes = [c["index"] for c in chunks if c["index"] is not None]
+        span = f"chunks {indexes[0]}-{indexes[-1]} of {passage['total_chunks']}" if indexes else "one record"
+        stdout.print(f"{passage['document_id']}  ({span})", highlight=False, markup=False)
+        metadata = chunks[0]["metadata"] if chunks else {}
+        if metadata:
+            stdout.print("  ".join(f"{k}={v}" for k, v in sorted(metadata.items())), highlight=False, markup=False)
+        width = max(40, min(shutil.get_terminal_size((100, 24)).columns, 100))
+        for paragraph in passage["text"].splitlines() or [""]:
+            stdout.print(textwrap.fill(paragraph, width) if paragraph.strip() else "", highlight=False, markup=False, soft_wrap=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``docs`` and ``show`` to the ``flux-chroma`` command."""
+    app.command(cls=Command, name="docs")(docs)
+    app.command(cls=Command, name="show")(show)

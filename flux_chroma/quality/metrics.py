@@ -1,0 +1,76 @@
+"""Recall@k, reciprocal rank and nDCG@10 of one ranked hit list, and their means.
+
+A hit *answers to* its own id and to its document's id (the chunk id's document part), so a
+label may name documents or chunks. Ranks are positions in the hit list as ``query``
+returns it (1 = first). Each relevant item counts once, at the first hit that finds it:
+
+* ``recall@k``: the share of the question's relevant items found in the first ``k`` hits;
+* reciprocal rank: ``1 / rank`` of the first hit that finds any relevant item (0 if none);
+* ``nDCG@10``: binary gains; a hit gains 1 when it finds a relevant item no earlier hit
+  found, discounted by ``log2(rank + 1)``, divided by the best possible sum for
+  ``min(len(relevant), 10)`` relevant hits.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from flux_chroma.ingest.chunking import doc_key_of
+from flux_chroma.tasks.documents import document_key
+
+__all__ = ["NDCG_DEPTH", "answers_to", "score_question", "summarize"]
+
+NDCG_DEPTH = 10
+
+
+def answers_to(hit_id: str) -> set[str]:
+    """The identifiers a hit with id ``hit_id`` counts as: itself and its document."""
+    return {hit_id, document_key(hit_id)}
+
+
+def score_question(hit_ids: Sequence[str], relevant: Iterable[str], ks: Sequence[int]) -> dict[str, Any]:
+    """Score one ranked hit list against the question's relevant items.
+
+    Args:
+        hit_ids: Hit ids, best first.
+        relevant: Relevant document or chunk ids.
+        ks: Cut-offs for recall.
+
+    Returns:
+        ``{"recall@k" for each k, "rr", "ndcg@10", "first_rank"}`` (``first_rank`` is
+        ``None`` when no hit is relevant).
+
+    Example:
+        >>> s = score_question(["d/b#0:000000000000", "d/a#1:000000000000"], ["d/a"], [1, 5])
+        >>> s["recall@1"], s["recall@5"], s["rr"]
+        (0.0, 1.0, 0.5)
+    """
+    wanted = {doc_key_of(r) for r in relevant}
+    found_at: dict[str, int] = {}
+    gains: list[int] = []
+    for rank, hit in enumerate(hit_ids, 1):
+        new = (answers_to(hit) & wanted) - set(found_at)
+        for item in new:
+            found_at[item] = rank
+        gains.append(1 if new else 0)
+    out: dict[str, Any] = {f"recall@{k}": sum(1 for r in found_at.values() if r <= k) / len(wanted) for k in ks}
+    first = min(found_at.values(), default=None)
+    out["rr"] = 0.0 if first is None else 1.0 / first
+    dcg = sum(g / math.log2(rank + 1) for rank, g in enumerate(gains[:NDCG_DEPTH], 1))
+    ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(wanted), NDCG_DEPTH) + 1))
+    out[f"ndcg@{NDCG_DEPTH}"] = dcg / ideal
+    out["first_rank"] = first
+    return out
+
+
+def summarize(scores: Sequence[dict[str, Any]], ks: Sequence[int]) -> dict[str, Any]:
+    """Means over questions: ``questions``, ``recall@k``, ``mrr``, ``ndcg@10`` (4 decimals)."""
+    n = len(scores)
+    out: dict[str, Any] = {"questions": n}
+    for k in ks:
+        out[f"recall@{k}"] = round(sum(s[f"recall@{k}"] for s in scores) / n, 4) if n else 0.0
+    out["mrr"] = round(sum(s["rr"] for s in scores) / n, 4) if n else 0.0
+    out[f"ndcg@{NDCG_DEPTH}"] = round(sum(s[f"ndcg@{NDCG_DEPTH}"] for s in scores) / n, 4) if n else 0.0
+    return out

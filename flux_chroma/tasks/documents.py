@@ -1,0 +1,371 @@
+"""Looking at what is stored: whole documents, a hit with its neighbours, records, listings.
+
+Ingestion cuts a document into chunks whose ids are ``{document id}#{index}:{sha12}``
+(:func:`flux_chroma.ingest.chunking.chunk_id`). These tasks read a document back from its
+chunks, in index order, and rebuild its text:
+
+* with character offsets (``fc_start``/``fc_end`` metadata, when ingestion stored them) each
+  chunk is placed where it came from, so offsets into the returned text are the stored ones;
+* without offsets, the text that consecutive chunks share (the chunking overlap) is written
+  once: the longest end of a chunk that starts the next one. Whitespace between chunks that
+  did not overlap is not stored and comes back as one space.
+
+A files source's chunks carry ``fc_source`` and ``path``, so its document is read with one
+``where`` request; other documents are found by scanning ids (``include=[]``, one request
+per 5,000 records).
+
+Example:
+    >>> from flux_chroma import expand_hit, get_document
+    >>> read = get_document.with_options(tenant="acme")
+    >>> around = expand_hit.with_options(tenant="acme")
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from itertools import pairwise
+from typing import Any, TypedDict
+
+from flux_chroma.chroma.collections import Resolved
+from flux_chroma.errors import InvalidQueryError
+from flux_chroma.ingest.chunking import doc_key_of
+from flux_chroma.tasks.context import use_collection
+from flux_chroma.tasks.decorator import chroma_task
+from flux_chroma.tasks.reader import public_metadata
+from flux_chroma.tasks.validation import utf8_problem
+
+__all__ = [
+    "DocumentEntry",
+    "Passage",
+    "Record",
+    "expand_hit",
+    "get_document",
+    "get_records",
+    "list_documents",
+    "parse_chunk_id",
+    "document_key",
+]
+
+_CHUNK_ID = re.compile(r"^(?P<doc>.+)#(?P<index>\d+):(?P<sha>[0-9a-f]{12})$", re.DOTALL)
+_PAGE = 5000
+_SOURCE_KEY, _START_KEY, _END_KEY = "fc_source", "fc_start", "fc_end"
+_RETRY: dict[str, Any] = {"retry_max_attempts": 3, "retry_delay": 1, "retry_backoff": 2}
+
+
+class Record(TypedDict):
+    """One stored record (a chunk, or a record written with ``embed_and_add``).
+
+    Attributes:
+        id: The record id.
+        document: The stored text (``None`` if the record has none).
+        metadata: The record's metadata, without flux-chroma's ``fc_*`` keys.
+        document_id: The document the chunk belongs to (the record id itself for a record
+            that is not a chunk).
+        index: The chunk's position in its document (``None`` for a record that is not a chunk).
+    """
+
+    id: str
+    document: str | None
+    metadata: dict[str, Any]
+    document_id: str
+    index: int | None
+
+
+class Passage(TypedDict):
+    """A document, or a window of consecutive chunks of one, with its text rebuilt in order.
+
+    Attributes:
+        document_id: The document's id (as the ingestion job named it).
+        text: The chunks' text joined in order, shared (overlapping) text written once.
+        chunks: The chunks, in index order.
+        total_chunks: How many chunks the document has in the collection.
+        complete: True when ``chunks`` is the whole document.
+        hit_id: The chunk asked about (``expand_hit``), else ``None``.
+    """
+
+    document_id: str
+    text: str
+    chunks: list[Record]
+    total_chunks: int
+    complete: bool
+    hit_id: str | None
+
+
+class DocumentEntry(TypedDict):
+    """One document in the output of ``list_documents``.
+
+    Attributes:
+        document_id: The document's id.
+        path: The ``path`` metadata of its chunks (files sources), else ``None``.
+        chunks: How many records (chunks) it has.
+    """
+
+    document_id: str
+    path: str | None
+    chunks: int
+
+
+def parse_chunk_id(record_id: str) -> tuple[str, int] | None:
+    """``(document key, index)`` of a chunk id, or ``None`` for an id that is not a chunk's.
+
+    Example:
+        >>> parse_chunk_id("docs/a.md#3:2cf24dba5fb0")
+        ('docs/a.md', 3)
+        >>> parse_chunk_id("plain-record") is None
+        True
+    """
+    match = _CHUNK_ID.match(record_id)
+    return (match["doc"], int(match["index"])) if match else None
+
+
+def document_key(record_id: str) -> str:
+    """The document a record belongs to: the chunk id's document part, or the id itself."""
+    parsed = parse_chunk_id(record_id)
+    return parsed[0] if parsed else record_id
+
+
+def _record(rid: str, doc: str | None, meta: dict[str, Any] | None) -> Record:
+    parsed = parse_chunk_id(rid)
+    return {
+        "id": rid,
+        "document": doc,
+        "metadata": public_metadata(meta),
+        "document_id": parsed[0] if parsed else rid,
+        "index": parsed[1] if parsed else None,
+    }
+
+
+def _check_text(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise InvalidQueryError(f"{what} must be a non-empty string, got {value!r}.")
+    problem = utf8_problem(value)
+    if problem is not None:
+        raise InvalidQueryError(f"{what} {value!r} {problem}.")
+    return value
+
+
+def _rows(got: Any) -> list[tuple[str, str | None, dict[str, Any] | None]]:
+    ids = [str(i) for i in got["ids"]]
+    docs = list(got.get("documents") or [None] * len(ids))
+    metas = list(got.get("metadatas") or [None] * len(ids))
+    return list(zip(ids, docs, metas, strict=True))
+
+
+def _scan_ids(collection: Any, keep: Callable[[str], bool]) -> list[str]:
+    found: list[str] = []
+    offset = 0
+    while True:
+        got = collection.get(include=[], limit=_PAGE, offset=offset)
+        found += [str(i) for i in got["ids"] if keep(str(i))]
+        if len(got["ids"]) < _PAGE:
+            return found
+        offset += _PAGE
+
+
+def _chunks_of(collection: Any, doc_key: str, hint: dict[str, Any] | None) -> list[tuple[str, str | None, dict[str, Any] | None]]:
+    """Every chunk of document ``doc_key``, in index order (empty when it has none)."""
+
+    def mine(rid: str) -> bool:
+        parsed = parse_chunk_id(rid)
+        return parsed is not None and parsed[0] == doc_key
+
+    ids: list[str] = []
+    source, path = (hint or {}).get(_SOURCE_KEY), (hint or {}).get("path")
+    if source is None and "/" in doc_key:
+        source, path = doc_key.split("/", 1)
+    if isinstance(source, str) and isinstance(path, str):  # a files source: one where request
+        got = collection.get(where={"$and": [{_SOURCE_KEY: source}, {"path": path}]}, include=[])
+        ids = [str(i) for i in got["ids"] if mine(str(i))]
+    if not ids:
+        ids = _scan_ids(collection, mine)
+    rows: list[tuple[str, str | None, dict[str, Any] | None]] = []
+    for start in range(0, len(ids), _PAGE):
+        rows += _rows(collection.get(ids=ids[start : start + _PAGE], include=["documents", "metadatas"]))
+    return sorted(rows, key=lambda row: (parse_chunk_id(row[0]) or ("", 0))[1])
+
+
+def _overlap(left: str, right: str) -> int:
+    """Length of the longest end of ``left`` that starts ``right`` (the chunking overlap)."""
+    for size in range(min(len(left), len(right)) - 1, 0, -1):
+        if left.endswith(right[:size]) and (size == len(left) or left[-size - 1].isspace()):
+            return size
+    return 0
+
+
+def join_chunks(rows: list[tuple[str | None, dict[str, Any] | None]]) -> str:
+    """Rebuild the text of consecutive chunks (offsets when every chunk has them)."""
+    texts = [doc or "" for doc, _ in rows]
+    metas = [meta or {} for _, meta in rows]
+    if texts and all(isinstance(m.get(_START_KEY), int) and isinstance(m.get(_END_KEY), int) for m in metas):
+        base = int(metas[0][_START_KEY])
+        out: list[str] = []
+        at = base
+        for text, meta in zip(texts, metas, strict=True):
+            start = int(meta[_START_KEY])
+            if start > at:
+                out.append(" " * (start - at))  # whitespace the chunks do not store
+                at = start
+            skip = at - start
+            out.append(text[skip:])
+            at = max(at, start + len(text))
+        return "".join(out)
+    joined = texts[0] if texts else ""
+    for prev, text in pairwise(texts):
+        shared = _overlap(prev, text)
+        joined += text[shared:] if shared else " " + text
+    return joined
+
+
+def _passage(doc_id: str, rows: list[tuple[str, str | None, dict[str, Any] | None]], total: int, hit_id: str | None) -> Passage:
+    return {
+        "document_id": doc_id,
+        "text": join_chunks([(doc, meta) for _, doc, meta in rows]),
+        "chunks": [_record(rid, doc, meta) for rid, doc, meta in rows],
+        "total_chunks": total,
+        "complete": len(rows) == total,
+        "hit_id": hit_id,
+    }
+
+
+@chroma_task(**_RETRY)
+async def get_document(collection: str, document_id: str) -> Passage:
+    """Read a whole document back from its stored chunks, in order.
+
+    Args:
+        collection: Tenant-relative collection name (an alias is followed).
+        document_id: The document id as the ingestion job named it (``{source id}/{relative
+            path}`` for a files source), or the id of a record that is not a chunk.
+
+    Returns:
+        A :class:`Passage` with every chunk (``complete`` is True) and the rebuilt text.
+
+    Raises:
+        InvalidQueryError: Empty id, or no document of that id in the collection.
+        CollectionNotFoundError: The collection does not exist.
+        ChromaUnavailableError: The server is unreachable (retried by Flux).
+
+    Example:
+        >>> page = await get_document.with_options(tenant="acme")("kb", "docs/guide.md")  # doctest: +SKIP
+    """
+    _check_text(document_id, "document_id")
+    key = doc_key_of(document_id)
+
+    def read(resolved: Resolved) -> Passage:
+        coll = resolved.collection
+        rows = _chunks_of(coll, key, None)
+        if not rows:
+            rows = _rows(coll.get(ids=[document_id], include=["documents", "metadatas"]))
+        if not rows:
+            raise InvalidQueryError(
+                f"collection {collection!r} has no document {document_id!r}. List what is stored with "
+                "list_documents (CLI: flux-chroma docs -c NAME)."
+            )
+        return _passage(document_id, rows, len(rows), None)
+
+    return await use_collection(collection, read, action="get_document")
+
+
+@chroma_task(**_RETRY)
+async def expand_hit(collection: str, hit_id: str, window: int = 1) -> Passage:
+    """A hit with up to ``window`` neighbouring chunks on each side, text rebuilt in order.
+
+    Args:
+        collection: Tenant-relative collection name (an alias is followed).
+        hit_id: A record id, e.g. a :class:`~flux_chroma.tasks.results.Hit`'s ``id``.
+        window: Chunks to add before and after the hit (>= 0).
+
+    Returns:
+        A :class:`Passage` (``hit_id`` set). A record that is not a chunk comes back alone.
+
+    Raises:
+        InvalidQueryError: Empty id, bad ``window``, or no record of that id.
+        CollectionNotFoundError: The collection does not exist.
+        ChromaUnavailableError: The server is unreachable (retried by Flux).
+    """
+    _check_text(hit_id, "hit_id")
+    if isinstance(window, bool) or not isinstance(window, int) or window < 0:
+        raise InvalidQueryError(f"window must be an integer >= 0, got {window!r}.")
+
+    def read(resolved: Resolved) -> Passage:
+        coll = resolved.collection
+        found = _rows(coll.get(ids=[hit_id], include=["documents", "metadatas"]))
+        if not found:
+            raise InvalidQueryError(f"collection {collection!r} has no record {hit_id!r}; it may have been re-ingested since the query.")
+        parsed = parse_chunk_id(hit_id)
+        if parsed is None:
+            return _passage(hit_id, found, 1, hit_id)
+        doc_key, index = parsed
+        rows = _chunks_of(coll, doc_key, found[0][2]) or found
+        indexes = [(parse_chunk_id(rid) or ("", 0))[1] for rid, _, _ in rows]
+        near = [row for row, i in zip(rows, indexes, strict=True) if index - window <= i <= index + window]
+        meta = found[0][2] or {}
+        doc_id = f"{meta[_SOURCE_KEY]}/{meta['path']}" if isinstance(meta.get(_SOURCE_KEY), str) and isinstance(meta.get("path"), str) else doc_key
+        return _passage(doc_id, near, len(rows), hit_id)
+
+    return await use_collection(collection, read, action="expand_hit")
+
+
+@chroma_task(**_RETRY)
+async def get_records(collection: str, ids: list[str]) -> list[Record]:
+    """Read records by id, in the order asked (ids that do not exist are left out).
+
+    Args:
+        collection: Tenant-relative collection name (an alias is followed).
+        ids: Record ids (at most 5,000).
+
+    Returns:
+        :class:`Record` dicts.
+
+    Raises:
+        InvalidQueryError: ``ids`` is not a non-empty list of non-empty strings.
+        CollectionNotFoundError: The collection does not exist.
+    """
+    if not isinstance(ids, list) or not ids or len(ids) > _PAGE:
+        raise InvalidQueryError(f"ids must be a list of 1 to {_PAGE} record ids, got {type(ids).__name__} of {len(ids) if isinstance(ids, list) else '?'}.")
+    wanted = [_check_text(rid, f"ids[{i}]") for i, rid in enumerate(ids)]
+
+    def read(resolved: Resolved) -> list[Record]:
+        got = {rid: (doc, meta) for rid, doc, meta in _rows(resolved.collection.get(ids=list(dict.fromkeys(wanted)), include=["documents", "metadatas"]))}
+        return [_record(rid, *got[rid]) for rid in wanted if rid in got]
+
+    return await use_collection(collection, read, action="get_records")
+
+
+@chroma_task(**_RETRY)
+async def list_documents(collection: str, where: dict[str, Any] | None = None) -> list[DocumentEntry]:
+    """List the documents stored in a collection with their chunk counts, sorted by id.
+
+    Args:
+        collection: Tenant-relative collection name (an alias is followed).
+        where: Optional Chroma metadata filter (e.g. ``{"path": "guide.md"}``).
+
+    Returns:
+        :class:`DocumentEntry` dicts (``document_id``, ``path``, ``chunks``).
+
+    Raises:
+        InvalidQueryError: A malformed filter.
+        CollectionNotFoundError: The collection does not exist.
+    """
+    from flux_chroma.tasks.validation import validate_where
+
+    validate_where(where)
+
+    def read(resolved: Resolved) -> list[DocumentEntry]:
+        counts: dict[str, DocumentEntry] = {}
+        offset = 0
+        while True:
+            got = resolved.collection.get(where=where, include=["metadatas"], limit=_PAGE, offset=offset)
+            for rid, _, meta in _rows(got):
+                meta = meta or {}
+                key = document_key(rid)
+                if isinstance(meta.get(_SOURCE_KEY), str) and isinstance(meta.get("path"), str):
+                    key = f"{meta[_SOURCE_KEY]}/{meta['path']}"
+                entry = counts.setdefault(key, {"document_id": key, "path": meta.get("path") if isinstance(meta.get("path"), str) else None, "chunks": 0})
+                entry["chunks"] += 1
+            if len(got["ids"]) < _PAGE:
+                break
+            offset += _PAGE
+        return sorted(counts.values(), key=lambda e: e["document_id"])
+
+    return await use_collection(collection, read, action="list_documents")
