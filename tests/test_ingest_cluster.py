@@ -3,7 +3,9 @@
 The job (``flux-chroma/ingest_job`` with ``parallel=3``) runs on one worker and starts its
 units as ``flux-chroma/ingest_unit`` child executions, which the server places on any
 worker. Workers are SIGKILLed (their whole process group) mid-job: the job still converges
-to exactly the planned contents, and no chunk already stored is embedded again. The
+to exactly the planned contents (Flux reclaims a dead worker's executions), and no chunk
+already stored is embedded again. A unit that makes no progress for ``unit_timeout`` fails the
+job with an error naming it; re-submitted, the job completes. The
 embedding function is the toy model with a log (``counting-toy``): the model is not the
 point here, the placement and the faults are.
 """
@@ -12,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +26,7 @@ from cluster_stack import Fleet
 from ingest_workflows import assert_stored_exactly, embedded_texts, write_docs
 
 from flux_chroma import ChromaServer
-from flux_chroma.errors import ConfigurationError
+from flux_chroma.errors import ConfigurationError, FluxChromaError
 from flux_chroma.ingest import IngestJob, build_plan, read_batch
 
 pytestmark = pytest.mark.slow
@@ -80,6 +84,10 @@ def _stored_texts(raw_client: Any, tenant: str) -> set[str]:
     return set(got["documents"])
 
 
+def _texts_since(fleet: Fleet, mark: int) -> list[str]:
+    return [text for _, text in embedded_texts(fleet.embed_log)[mark:]]
+
+
 def _wait(what: str, probe: Any, guard: float = HANG_GUARD) -> Any:
     deadline = time.monotonic() + guard
     while time.monotonic() < deadline:
@@ -126,43 +134,82 @@ def test_parallel_job_is_written_by_several_workers_exactly(registered: Fleet, t
     assert sorted(texts) == sorted(c.text for c in expected.values())  # each chunk embedded once
 
 
+def _unit_victim(fleet: Fleet, parent: str, tenant: str) -> dict[str, Any] | None:
+    """A running unit on a worker other than the job's, with batches done AND >= 2 to do."""
+    owner = fleet.execution(parent).get("current_worker")
+    for child in fleet.children(tenant):
+        if child["state"] == "RUNNING" and child["current_worker"] not in ("", owner):
+            detail = fleet.execution(child["execution_id"], detailed=True)
+            done = sum(1 for e in detail["events"] if e["type"] == "TASK_COMPLETED")
+            if 1 <= done <= len(detail["input"]["unit"]["batches"]) - 2:
+                return child
+    return None
+
+
 def test_sigkill_of_a_unit_worker_mid_job_converges(registered: Fleet, tmp_path: Path, tenant: str, raw_client: Any) -> None:
     fleet = registered
     write_docs(tmp_path / "docs", [f"d{i:03d}" for i in range(60)], words=120)
-    job = _job(tenant, tmp_path / "docs", fleet.chroma_url, batch_size=20, options={"url": fleet.chroma_url, "unit_timeout": 6})
+    # unit_timeout above the fleet's reclaim time (heartbeat_timeout 8 s + eviction_grace_period 4 s)
+    job = _job(tenant, tmp_path / "docs", fleet.chroma_url, batch_size=20, options={"url": fleet.chroma_url, "unit_timeout": 60})
     job["embedding_function"] = SLOW
     parent = fleet.submit("flux-chroma/ingest_job", job)
-
-    def victim() -> dict[str, Any] | None:  # a unit on another worker with batches done AND to do
-        owner = fleet.execution(parent).get("current_worker")
-        for child in fleet.children(tenant):
-            if child["state"] == "RUNNING" and child["current_worker"] not in ("", owner):
-                detail = fleet.execution(child["execution_id"], detailed=True)
-                done = sum(1 for e in detail["events"] if e["type"] == "TASK_COMPLETED")
-                if 1 <= done <= len(detail["input"]["unit"]["batches"]) - 2:
-                    return child
-        return None
-
-    lost = _wait("a unit running on a worker other than the parent's", victim)
+    lost = _wait("a unit running on a worker other than the parent's", lambda: _unit_victim(fleet, parent, tenant))
     fleet.kill(lost["current_worker"])
+    stored = _stored_texts(raw_client, tenant)  # committed so far...
+    mark = len(embedded_texts(fleet.embed_log))  # ...and what was embedded up to now
     execution = fleet.wait_terminal(parent, HANG_GUARD)
     assert execution["state"] == "COMPLETED", execution.get("output")
     expected = _assert_exact(raw_client, tenant, job)
     assert execution["output"]["failed"] == 0 and execution["output"]["chunks"] == len(expected)
-    # flux-chroma gave the lost unit up after unit_timeout (before Flux's own reclaim of the
-    # dead worker's executions) and dispatched it again as attempt 2, on a live worker.
+    # Flux reclaimed the dead worker's execution: the SAME child ran again on a live worker,
+    # replaying the batches it had finished; the job started no second child for the unit.
     after = fleet.execution(lost["execution_id"])
-    unit = after["input"]["unit"]
-    retries = [fleet.execution(c["execution_id"]) for c in fleet.children(tenant) if c["execution_id"] != lost["execution_id"]]
-    retries = [r for r in retries if r["input"]["unit"]["unit"] == unit["unit"]]
-    print(f"lost unit {unit['unit']}: {after['state']}; retries {[(r['input']['attempt'], r['state'], r['current_worker']) for r in retries]}")
-    assert after["state"] in ("CANCELLING", "CANCELLED") and after["input"]["attempt"] == 1
-    assert [(r["input"]["attempt"], r["state"]) for r in retries] == [(2, "COMPLETED")]
-    assert retries[0]["current_worker"] != lost["current_worker"]
-    writers = {t["worker"] for t in execution["output"]["batch_timings"] if t["execution_id"] == retries[0]["execution_id"]}
-    assert len(writers) == 1 and lost["current_worker"] not in writers
-    fleet.start_worker("worker-4")  # keep three workers for the next test
+    children = fleet.children(tenant)
+    print(f"lost unit {after['input']['unit']['unit']}: {after['state']} on {after['current_worker']}; children {children}")
+    assert after["state"] == "COMPLETED" and after["current_worker"] not in ("", lost["current_worker"])
+    units = [fleet.execution(c["execution_id"])["input"]["unit"]["unit"] for c in children]
+    assert sorted(units) == sorted(set(units))  # one child per unit
+    writers = [t["worker"] for t in execution["output"]["batch_timings"] if t["execution_id"] == lost["execution_id"]]
+    assert writers[0] == lost["current_worker"] and writers[-1] == after["current_worker"]
+    assert set(_texts_since(fleet, mark)) & stored == set()  # nothing committed before the kill embedded again
+    fleet.start_worker("worker-4")  # keep three workers for the next tests
     fleet.wait_online(["worker-4"])
+
+
+def test_a_stalled_unit_fails_the_job_readably_and_resubmit_completes(
+    registered: Fleet, tmp_path: Path, tenant: str, raw_client: Any
+) -> None:
+    """A unit worker frozen (SIGSTOP) for longer than unit_timeout: the job cancels the unit
+    and fails naming it; re-submitted, it completes exactly. The fleet would reclaim the frozen
+    worker's executions after 12 s: unit_timeout (6 s) is shorter, so the stall rule acts first."""
+    fleet = registered
+    write_docs(tmp_path / "docs", [f"d{i:03d}" for i in range(60)], words=120)
+    job = _job(tenant, tmp_path / "docs", fleet.chroma_url, batch_size=20, options={"url": fleet.chroma_url, "unit_timeout": 6})
+    job["embedding_function"] = SLOW
+    first = fleet.submit("flux-chroma/ingest_job", job)
+    stuck = _wait("a unit running on a worker other than the parent's", lambda: _unit_victim(fleet, first, tenant))
+    frozen = next(proc for name, proc, _ in fleet.stack.procs if name == stuck["current_worker"])
+    os.killpg(frozen.pid, signal.SIGSTOP)
+    try:
+        failed = fleet.wait_terminal(first, HANG_GUARD)
+    finally:
+        fleet.kill(stuck["current_worker"])  # SIGKILL ends a stopped process too
+    assert failed["state"] == "FAILED", failed.get("output")
+    message = json.dumps(failed["output"])
+    print(message)
+    assert f"execution {stuck['execution_id']}, RUNNING on {stuck['current_worker']}) made no progress" in message
+    assert "for more than 6 s (unit_timeout), so it was cancelled" in message and "submit the job again" in message
+    assert fleet.execution(stuck["execution_id"])["state"] in ("CANCELLING", "CANCELLED")
+    fleet.start_worker("worker-5")
+    fleet.wait_online(["worker-5"])
+    stored, mark = _stored_texts(raw_client, tenant), len(embedded_texts(fleet.embed_log))
+
+    second = fleet.wait_terminal(fleet.submit("flux-chroma/ingest_job", job), HANG_GUARD)
+    assert second["state"] == "COMPLETED", json.dumps(second.get("output"))[:2000]
+    expected = _assert_exact(raw_client, tenant, job)
+    assert stored and len(stored) < len(expected)  # the stall really was mid-job
+    assert set(_texts_since(fleet, mark)) & stored == set()  # nothing committed was embedded again
+    assert second["output"]["skipped"] >= len(stored)
 
 
 def test_sigkill_of_the_parents_worker_then_resubmit_resumes(registered: Fleet, tmp_path: Path, tenant: str, raw_client: Any) -> None:
@@ -187,16 +234,14 @@ def test_sigkill_of_the_parents_worker_then_resubmit_resumes(registered: Fleet, 
 
 
 def _await_from_here(fleet: Fleet, child: dict[str, Any], unit_timeout: float) -> dict[str, Any]:
-    """The parent's wait for a unit (``_await_unit``), run in this process against the fleet."""
+    """The job's wait for a unit (``_await_unit``), run in this process against the fleet."""
     from flux.config import Configuration
 
     from flux_chroma.ingest.dispatch import _await_unit
 
     Configuration.get().override(workers={"server_url": fleet.url})
     try:
-        return asyncio.run(
-            _await_unit(child["execution_id"], int(child["input"]["unit"]["unit"]), 1, unit_timeout)
-        )
+        return asyncio.run(_await_unit(child["execution_id"], int(child["input"]["unit"]["unit"]), unit_timeout))
     finally:
         Configuration.get().reset()
 
@@ -224,9 +269,10 @@ def test_await_unit_returns_a_childs_receipts_and_gives_up_a_stalled_one(
 
     stalled, watched = _wait("two units running", two_running)
     # A unit_timeout shorter than one batch (each embedding call sleeps 0.4 s, no event
-    # meanwhile): the stall clock, which only trusts the event log, gives the child up.
-    given_up = _await_from_here(fleet, stalled, 0.05)
-    assert given_up["state"] == "STALLED" and given_up["execution_id"] == stalled["execution_id"]
+    # meanwhile): the wait, which only trusts the event log, cancels the child and says so.
+    with pytest.raises(FluxChromaError, match=r"made no progress \(no new event, state or worker\)") as caught:
+        _await_from_here(fleet, stalled, 0.05)
+    assert stalled["execution_id"] in str(caught.value) and "submit the job again" in str(caught.value)
     assert _wait(
         "the stalled child cancelled",
         lambda: fleet.execution(stalled["execution_id"])["state"] in ("CANCELLING", "CANCELLED"),
@@ -235,10 +281,8 @@ def test_await_unit_returns_a_childs_receipts_and_gives_up_a_stalled_one(
     # carry the output).
     done = _await_from_here(fleet, watched, 120.0)
     final = fleet.execution(watched["execution_id"], detailed=True)
-    assert done["state"] == "COMPLETED" and final["state"] == "COMPLETED"
-    assert done["output"] == final["output"] and len(done["output"]["receipts"]) == len(
-        watched["input"]["unit"]["batches"]
-    )
+    assert final["state"] == "COMPLETED" and done == final["output"]
+    assert len(done["receipts"]) == len(watched["input"]["unit"]["batches"])
     assert fleet.wait_terminal(parent, HANG_GUARD)["state"] == "FAILED"  # one of its units was cancelled
 
 

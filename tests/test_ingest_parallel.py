@@ -7,16 +7,20 @@ The embedding function here is a stand-in remote API with a fixed latency per ca
 
 from __future__ import annotations
 
-import itertools
+import asyncio
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import toy_embeddings  # noqa: F401 - registers the toy embedding functions
+from flux import ExecutionContext, workflow
 from ingest_workflows import files_job, write_docs
 
 from flux_chroma.errors import ConfigurationError
@@ -124,26 +128,48 @@ def test_cli_parallel_option(url: str, tenant: str, tmp_path: Path) -> None:
     assert report["failed"] == 0 and report["added"] == report["chunks"] > 2
 
 
-def test_stall_clock_trusts_only_the_event_log_and_polls_at_growing_intervals() -> None:
-    """The parent's wait for a child (cluster): what counts as progress, when a stall is declared.
+@workflow
+async def start_one_unit(ctx: ExecutionContext[dict[str, Any]]) -> str:
+    """Start a cluster unit the way a parallel job does (``dispatch._start``)."""
+    from flux_chroma.ingest.dispatch import _start
 
-    Times are given explicitly (the clock's ``now``), so nothing here depends on the machine.
+    return await _start({"unit": {"unit": 7}}, float(ctx.input["unit_timeout"]))
+
+
+def test_cluster_job_gives_up_on_a_silent_flux_server_readably(url: str) -> None:
+    """A parallel job's calls to its Flux server (cluster), with no server at the URL.
+
+    Waiting for a unit: a poll without an answer is only silence; after ``unit_timeout``
+    seconds of it the wait fails naming the server. Starting a unit: Flux's own retry options
+    retry the call, then the failure names the server and the last error. A server that
+    answers (here Chroma's, with a 404) is not silent: that error is raised at once.
     """
-    from flux_chroma.ingest.dispatch import POLL_FIRST, POLL_MAX, _poll_delays, _StallClock
+    from flux.config import Configuration
+    from flux.domain.events import ExecutionEventType
 
-    running = {"state": "RUNNING", "current_worker": "w1"}
-    clock = _StallClock(unit_timeout=10.0, now=0.0)
-    assert not clock.saw(running, False, 1.0)  # first sight: progress
-    assert not clock.wants_detail(2.0) and clock.wants_detail(2.5)  # events read every timeout/4
-    assert not clock.saw({**running, "events": [1, 2]}, True, 2.5)  # first event count: progress
-    assert not clock.saw(running, False, 12.0)  # silence, but a cheap status never declares a stall
-    assert clock.wants_detail(12.6)
-    assert not clock.saw({**running, "events": [1, 2, 3]}, True, 12.6)  # a new event: progress
-    assert not clock.saw({**running, "events": [1, 2, 3]}, True, 22.0)  # 9.4 s: not yet
-    assert clock.saw({**running, "events": [1, 2, 3]}, True, 22.7)  # 10.1 s without an event
-    moved = _StallClock(unit_timeout=10.0, now=0.0)
-    moved.saw({**running, "events": [1]}, True, 0.0)
-    assert not moved.saw({"state": "RUNNING", "current_worker": "w2", "events": [1]}, True, 11.0)  # new worker
-    delays = list(itertools.islice(_poll_delays(), 40))
-    assert delays[0] == POLL_FIRST and delays[-1] == POLL_MAX
-    assert all(a <= b <= POLL_MAX for a, b in itertools.pairwise(delays))
+    from flux_chroma.errors import FluxChromaError
+    from flux_chroma.ingest.dispatch import _await_unit
+
+    with socket.socket() as sock:  # a loopback port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        refused = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    Configuration.get().override(workers={"server_url": refused})
+    try:
+        started = time.monotonic()
+        with pytest.raises(FluxChromaError, match="did not answer for more than 1 s") as caught:
+            asyncio.run(_await_unit("e1", 3, 1.0))
+        assert time.monotonic() - started >= 1.0  # it waited out the whole unit_timeout
+        assert refused in str(caught.value) and "unit 3" in str(caught.value) and "submit the job again" in str(caught.value)
+
+        run = start_one_unit.run({"unit_timeout": 1})
+        assert run.has_failed and isinstance(run.output, FluxChromaError), run.output
+        text = str(run.output)
+        assert f"the Flux server at {refused} did not start unit 7 in 2 attempts" in text
+        assert "Could not connect" in text and "submit the job again" in text
+        assert [e.value["current_attempt"] for e in run.events if e.type == ExecutionEventType.TASK_RETRY_FAILED] == [0, 1]  # first call, one retry
+
+        Configuration.get().override(workers={"server_url": url})
+        with pytest.raises(httpx.HTTPStatusError):  # an answer, not silence
+            asyncio.run(_await_unit("e1", 3, 60.0))
+    finally:
+        Configuration.get().reset()

@@ -1,75 +1,44 @@
 """Cluster units: a ``parallel`` job on a Flux worker runs its units as child executions.
 
-The parent (``ingest_job`` or your workflow calling :func:`ingest_steps`, running on a Flux
-worker) starts each unit as an execution of ``flux-chroma/ingest_unit`` through its Flux
-server, at most ``parallel`` at a time; the server places them on any worker. Per unit:
+The job (on a Flux worker) starts each unit as an execution of ``flux-chroma/ingest_unit``
+through its Flux server, at most ``parallel`` at a time, and waits for it. Both steps are
+Flux tasks, hence checkpoints: a resumed job waits for the SAME child and replays its receipts.
 
-1. ``call("flux-chroma/ingest_unit", payload, mode="async")``: a Flux task whose output
-   (the child's execution id) is a checkpoint of the parent. A parent that is resumed
-   (Flux re-dispatches an execution whose worker died) replays it and waits for the SAME
-   child instead of starting a twin.
-2. ``await_unit(child id, ...)``: a task polling the child until it ends (a cheap status
-   call at intervals growing from 50 ms to 1 s; the child's event log only as often as the
-   stall clock below needs it); its output (the unit's batch receipts) is the unit's replay
-   checkpoint.
-
-What Flux 0.87 does when a worker dies (flux/server.py, ``_reclaim_orphaned_executions``):
-the worker's executions are unclaimed and dispatched again once it has been silent for
-``heartbeat_timeout + eviction_grace_period`` (30 s + 30 s by default), and the new run
-replays the child's finished batches. flux-chroma adds what Flux does not do: a unit
-whose child shows no progress (no new event, state or worker) for ``unit_timeout``
-seconds is cancelled and dispatched again as attempt ``n + 1``: a new payload, hence a
-new deterministic task id in the parent. Two copies of one unit can overlap (a cancelled
-child still finishing its batch, or a reclaimed one); they write the same planned content
-(every batch is re-read and checked against its planned digest, and upserts are keyed by
-content hash), so the overlap is harmless.
-
-When the Flux server itself restarts, the workers reconnect and the children keep running;
-the job's own calls to the server (starting a unit, polling it) are retried for up to
-``unit_timeout`` seconds (:mod:`flux_chroma.ingest.outage`).
+* Starting: ``flux.tasks.call(..., mode="async")`` with Flux's own retry options, so a Flux
+  server restart is ridden out for at least ``unit_timeout`` seconds (delays 1, 2, 4 ... s).
+* Waiting (:func:`await_unit`): a status call at intervals growing to 1 s, and every
+  ``min(unit_timeout / 4, 15)`` s a read of the child's event log (the summary carries no event
+  count). Progress is a new state, worker or event. No progress for ``unit_timeout`` s: the
+  child is cancelled and the job fails naming it (re-submit; committed batches are skipped).
+  No answer from the Flux server for ``unit_timeout`` s: the job fails naming the server.
+* A dead worker is Flux's to handle: it unclaims the worker's executions after
+  ``heartbeat_timeout + eviction_grace_period`` (60 s by default) and the new run of the same
+  child replays its finished batches; the job keeps waiting (keep ``unit_timeout`` above that).
+* Once a unit has failed, units not yet started are not started: the job fails anyway.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
-from collections.abc import Iterator
 from typing import Any
 
+import httpx
 from flux import task
 
 import flux_chroma.errors as fc_errors
 from flux_chroma.errors import ConfigurationError, FluxChromaError
-from flux_chroma.ingest.outage import get_execution, start_child
 from flux_chroma.ingest.units import bounded_gather
 
-__all__ = [
-    "UNIT_WORKFLOW",
-    "DEFAULT_UNIT_TIMEOUT",
-    "MAX_ATTEMPTS",
-    "check_dispatch",
-    "await_unit",
-    "dispatch_units",
-    "error_from_output",
-]
+__all__ = ["UNIT_WORKFLOW", "DEFAULT_UNIT_TIMEOUT", "await_unit", "check_dispatch", "dispatch_units", "error_from_output"]
 
 UNIT_WORKFLOW = "flux-chroma/ingest_unit"
 DEFAULT_UNIT_TIMEOUT = 600.0
-"""Seconds a unit may show no progress before it is cancelled and dispatched again."""
-MAX_ATTEMPTS = 3
-POLL_FIRST = 0.05
-"""Seconds before the first poll of a child; each next wait is ``POLL_GROWTH`` times longer..."""
-POLL_GROWTH = 1.25
-POLL_MAX = 1.0
-"""...up to this."""
-DETAIL_SECONDS = 15.0
-"""At most this long between two reads of a child's event log (the stall clock's evidence)."""
+"""Seconds a unit may show no progress (or the Flux server no answer) before the job fails."""
 _TERMINAL = {"COMPLETED", "FAILED", "CANCELLED"}
-_REGISTER_HINT = (
-    "Register flux-chroma's ingestion workflows with the Flux server: flux workflow register "
-    '"$(python -c \'import flux_chroma.ingest.workflow as m; print(m.__file__)\')" --server-url URL'
-)
+_RESUBMIT = "then submit the job again (committed batches are skipped)."
 
 
 def _server_url() -> str:
@@ -78,185 +47,136 @@ def _server_url() -> str:
     return str(Configuration.get().settings.workers.server_url)
 
 
-async def _client() -> Any:
-    from flux.client import FluxClient
-
-    return await FluxClient.for_current_execution()
-
-
 async def _check_dispatch() -> dict[str, Any]:
-    """Check, once per job, that child executions can be started: a Flux server answers at
-    ``FLUX_WORKERS__SERVER_URL`` and ``flux-chroma/ingest_unit`` is registered there.
+    """Check, once per job, that a Flux server answers at ``FLUX_WORKERS__SERVER_URL`` and has
+    ``flux-chroma/ingest_unit`` registered.
 
     Raises:
         ConfigurationError: No Flux server answers, or the unit workflow is not registered.
     """
-    import httpx
+    from flux.client import FluxClient
 
     url = _server_url()
-    async with await _client() as client:
+    async with await FluxClient.for_current_execution() as client:
         health = await client.health_check()
         if not health or health.get("status") != "healthy":
             raise ConfigurationError(
-                f"a parallel ingestion job starts its units through the Flux server, but no Flux server "
-                f"answers at {url} (this worker's FLUX_WORKERS__SERVER_URL): either the server is down or "
-                "restarting, or that variable does not name it. Set FLUX_WORKERS__SERVER_URL to the Flux "
-                "server's URL on every worker and make sure the server is up, then re-submit the job "
-                "(committed batches are not written again); or run with parallel=1."
+                f"a parallel ingestion job starts its units through the Flux server, but no Flux server answers at "
+                f"{url} (this worker's FLUX_WORKERS__SERVER_URL): either the server is down or restarting, or that "
+                "variable does not name it. Set FLUX_WORKERS__SERVER_URL to the Flux server's URL on every worker and "
+                f"make sure the server is up, {_RESUBMIT[:-1]}; or run with parallel=1."
             )
         try:
             await client.get_workflow(UNIT_WORKFLOW)
         except httpx.HTTPStatusError as exc:
-            if exc.response.status_code == 404:
-                raise ConfigurationError(
-                    f"the workflow {UNIT_WORKFLOW} is not registered on the Flux server at {url}, so a "
-                    f"parallel ingestion job cannot start its units. {_REGISTER_HINT}."
-                ) from None
-            raise
+            if exc.response.status_code != 404:
+                raise
+            raise ConfigurationError(
+                f"the workflow {UNIT_WORKFLOW} is not registered on the Flux server at {url}, so a parallel ingestion "
+                "job cannot start its units. Register flux-chroma's ingestion workflows with the Flux server: flux "
+                "workflow register \"$(python -c 'import flux_chroma.ingest.workflow as m; print(m.__file__)')\" "
+                "--server-url URL."
+            ) from None
     return {"server_url": url}
 
 
 def error_from_output(output: Any, context: str) -> FluxChromaError:
-    """Rebuild a child's failure (``{"type", "message"}`` after Flux's JSON hop) as a typed error.
-
-    The class is the flux-chroma error of that name when there is one (so a
-    ``SourceChangedError`` in a unit stays one in the parent), else :class:`FluxChromaError`.
-    """
-    if isinstance(output, dict):
-        name, message = str(output.get("type") or ""), str(output.get("message") or output)
-    else:
-        name, message = "", str(output)
+    """Rebuild a child's failure (``{"type", "message"}`` after Flux's JSON hop) as a typed error:
+    the flux-chroma error of that name when there is one, else :class:`FluxChromaError`."""
+    name, message = (str(output.get("type") or ""), str(output.get("message") or output)) if isinstance(output, dict) else ("", str(output))
     cls = getattr(fc_errors, name, None)
     if not (isinstance(cls, type) and issubclass(cls, FluxChromaError)):
-        cls = FluxChromaError
-        message = f"{name}: {message}" if name else message
+        cls, message = FluxChromaError, (f"{name}: {message}" if name else message)
     err = cls.__new__(cls)
     FluxChromaError.__init__(err, f"{context}: {message}")
     return err
 
 
-class _StallClock:
-    """What the parent has seen of one child, and since when nothing changed.
-
-    Progress is a new state, a new worker, or a new event in the child's log. A cheap
-    (non-detailed) status answers state and worker; the event count needs the detailed
-    answer (all events), so it is asked for at most every ``detail_every`` seconds, and
-    always before a stall is declared.
-    """
-
-    def __init__(self, unit_timeout: float, now: float) -> None:
-        self.unit_timeout = unit_timeout
-        self.detail_every = min(unit_timeout / 4, DETAIL_SECONDS)
-        self.last_change = now
-        self.last_detail = now
-        self.status: tuple[Any, ...] | None = None
-        self.events: int | None = None
-
-    def wants_detail(self, now: float) -> bool:
-        """Whether the next poll must count the child's events."""
-        return now - self.last_detail >= self.detail_every or now - self.last_change > self.unit_timeout
-
-    def saw(self, execution: dict[str, Any], detailed: bool, now: float) -> bool:
-        """Record one poll's answer; ``True`` when the child has stalled (no progress for
-        ``unit_timeout`` seconds, confirmed by its event count)."""
-        status = (execution.get("state"), execution.get("current_worker"))
-        changed = status != self.status
-        self.status = status
-        if detailed:
-            self.last_detail = now
-            events = len(execution.get("events") or ())
-            changed = changed or events != self.events
-            self.events = events
-        if changed:
-            self.last_change = now
-            return False
-        return detailed and now - self.last_change > self.unit_timeout
-
-
-def _poll_delays() -> Iterator[float]:
-    """Seconds between two polls of a child: from ``POLL_FIRST`` growing to ``POLL_MAX``.
-
-    A short unit is noticed soon after it ends; a long one costs one cheap status call a
-    second.
-    """
-    delay = POLL_FIRST
-    while True:
-        yield delay
-        delay = min(POLL_MAX, delay * POLL_GROWTH)
-
-
-async def _poll(client: Any, execution_id: str, detailed: bool, unit_timeout: float) -> dict[str, Any]:
-    """One look at the child (``detailed``: with all its events), retried while the Flux
-    server is unreachable, for up to ``unit_timeout`` seconds (:mod:`~flux_chroma.ingest.outage`)."""
-    return await get_execution(client, execution_id, detailed, unit_timeout, _server_url())
-
-
-async def _await_unit(execution_id: str, unit: int, attempt: int, unit_timeout: float) -> dict[str, Any]:
-    """Wait for one unit's child execution; cancel it when it stalls.
-
-    Polls the child's status (cheap: no events) at growing intervals (:func:`_poll_delays`),
-    and its event log only as often as the stall clock needs it (:class:`_StallClock`).
-
-    Args:
-        execution_id: The child execution.
-        unit: Unit number (for messages).
-        attempt: Dispatch attempt of this unit (part of the task id).
-        unit_timeout: Seconds without progress before the child is given up.
-
-    Returns:
-        ``{"state": "COMPLETED", "output": {...}}`` or ``{"state": "STALLED", ...}``.
+async def _await_unit(execution_id: str, unit: int, unit_timeout: float) -> dict[str, Any]:
+    """Wait for one unit's child execution; its output (the unit's receipts).
 
     Raises:
-        FluxChromaError: The child failed or was cancelled (its error class and message).
+        FluxChromaError: The child failed or was cancelled (its own error class and message),
+            made no progress for ``unit_timeout`` s (then it is cancelled), or the Flux server
+            did not answer for ``unit_timeout`` s.
     """
+    from flux.client import FluxClient
+
     from flux_chroma.ingest.batch import send_progress
 
-    async with await _client() as client:
-        clock = _StallClock(unit_timeout, time.monotonic())
-        delays = _poll_delays()
-        detailed = False
+    async with await FluxClient.for_current_execution() as client:
+        answered = changed = read_events = time.monotonic()
+        seen: tuple[Any, ...] = ()
+        events, delay = -1, 0.05
         while True:
-            execution = await _poll(client, execution_id, detailed, unit_timeout)
-            state = str(execution.get("state"))
+            detailed = time.monotonic() - read_events >= min(unit_timeout / 4, 15.0)
+            try:
+                execution = await client.get_execution(execution_id, detailed=detailed)
+            except (httpx.TransportError, httpx.HTTPStatusError) as exc:  # no answer: only silence counts
+                if isinstance(exc, httpx.HTTPStatusError) and exc.response.status_code < 500:
+                    raise
+                if time.monotonic() - answered > unit_timeout:
+                    raise FluxChromaError(
+                        f"the Flux server at {_server_url()} did not answer for more than {unit_timeout:.0f} s "
+                        f"(unit_timeout) while the job was waiting for unit {unit} (execution {execution_id}; "
+                        f"{type(exc).__name__}: {exc}). Start the Flux server again (its state is in its database; "
+                        f"the workers reconnect), {_RESUBMIT}"
+                    ) from None
+                seen = ()  # the child gets a fresh unit_timeout once the server answers again
+                await asyncio.sleep(1.0)
+                continue
+            now = answered = time.monotonic()
+            state, worker = str(execution.get("state")), execution.get("current_worker") or "no worker"
             if state == "COMPLETED":
-                output = execution.get("output") or {}
+                output: dict[str, Any] = execution.get("output") or {}
                 for receipt in output.get("receipts", []):
                     await send_progress({"phase": "batch", "status": "done", "unit": unit, **receipt})
-                return {"state": state, "output": output}
+                return output
             if state in _TERMINAL:
-                raise error_from_output(
-                    execution.get("output"),
-                    f"unit {unit} (execution {execution_id} on worker {execution.get('current_worker') or '?'}) ended {state}",
-                )
-            if clock.saw(execution, detailed, time.monotonic()):
-                with contextlib.suppress(Exception):  # best effort: the child may be gone or finishing
+                raise error_from_output(execution.get("output"), f"unit {unit} (execution {execution_id} on {worker}) ended {state}")
+            if detailed:
+                read_events, events = now, len(execution.get("events") or ())
+            if (state, worker, events) != seen:
+                seen, changed = (state, worker, events), now
+            elif detailed and now - changed > unit_timeout:
+                with contextlib.suppress(Exception):  # best effort: the child may be finishing or gone
                     await client.cancel_execution(UNIT_WORKFLOW, execution_id)
-                return {"state": "STALLED", "execution_id": execution_id, "worker": execution.get("current_worker"), "attempt": attempt}
-            await asyncio.sleep(next(delays))
-            detailed = clock.wants_detail(time.monotonic())
+                raise FluxChromaError(
+                    f"unit {unit} (execution {execution_id}, {state} on {worker}) made no progress (no new event, "
+                    f"state or worker) for more than {unit_timeout:.0f} s (unit_timeout), so it was cancelled. Check "
+                    f"that worker and the Chroma server (or raise options.unit_timeout), {_RESUBMIT}"
+                )
+            await asyncio.sleep(delay)
+            delay = min(1.0, delay * 1.25)
 
 
 check_dispatch: Any = task.with_options(name="check_dispatch")(_check_dispatch)
-"""Flux task: see ``_check_dispatch`` (checked once per job; a checkpoint)."""
-
 await_unit: Any = task.with_options(name="await_unit")(_await_unit)
-"""Flux task: see ``_await_unit`` (the unit's replay checkpoint)."""
 
 
-async def _run_unit(payload: dict[str, Any], unit_timeout: float) -> list[dict[str, Any]]:
-    stalls: list[str] = []
-    for attempt in range(1, MAX_ATTEMPTS + 1):
-        child = await start_child(UNIT_WORKFLOW, {**payload, "attempt": attempt}, unit_timeout, _server_url())
-        result = await await_unit(str(child), int(payload["unit"]["unit"]), attempt, unit_timeout)
-        if result["state"] == "COMPLETED":
-            receipts: list[dict[str, Any]] = result["output"]["receipts"]
-            return receipts
-        stalls.append(f"{result['execution_id']} on {result.get('worker') or 'no worker'}")
-    raise FluxChromaError(
-        f"unit {payload['unit']['unit']} made no progress for {unit_timeout:.0f} s in {MAX_ATTEMPTS} attempts "
-        f"({'; '.join(stalls)}). Check that the Flux workers are running and can reach the Chroma server, "
-        "then run the job again: committed batches are skipped."
-    )
+async def _start(payload: dict[str, Any], unit_timeout: float) -> str:
+    """Start a unit's child execution (``flux.tasks.call``, async); its execution id.
+
+    Flux retries the call (delays 1, 2, 4 ... s: at least ``unit_timeout`` s in all).
+
+    Raises:
+        FluxChromaError: The retries ran out (names the Flux server and the last error).
+    """
+    from flux.tasks.call import call
+
+    retries = max(1, math.ceil(math.log2(unit_timeout + 1)))
+    start = call.with_options(retry_max_attempts=retries, retry_delay=1, retry_backoff=2)
+    try:
+        return str(await start(UNIT_WORKFLOW, payload, mode="async"))
+    except Exception as exc:  # noqa: BLE001 - Flux's retries ran out: say what failed, readably
+        cause: BaseException = exc
+        while isinstance(getattr(cause, "inner_exception", None), BaseException):  # ExecutionError(RetryError(..))
+            cause = cause.inner_exception  # type: ignore[attr-defined]
+        raise FluxChromaError(
+            f"the Flux server at {_server_url()} did not start unit {payload['unit']['unit']} in {retries + 1} "
+            f"attempts over more than {unit_timeout:.0f} s (unit_timeout): "
+            f"{getattr(cause, 'message', None) or repr(cause)}. Make sure the Flux server is up, {_RESUBMIT}"
+        ) from None
 
 
 async def dispatch_units(
@@ -269,7 +189,8 @@ async def dispatch_units(
         collection: The collection to write (the plan's).
         units: From :func:`~flux_chroma.ingest.units.shard`.
         parallel: Child executions in flight at once.
-        unit_timeout: Seconds without progress before a unit is dispatched again.
+        unit_timeout: Seconds without progress (or without an answer from the Flux server)
+            before the job fails.
         overlap: The job's ``overlap`` (sent to the units only when ``True``).
 
     Returns:
@@ -277,14 +198,26 @@ async def dispatch_units(
     """
     await check_dispatch()
     extra = {"overlap": True} if overlap else {}  # default payloads (and their task ids) unchanged
-    payloads = [{"job": job, "collection": collection, "unit": unit, **extra} for unit in units]
-    results = await bounded_gather([_run_unit(p, unit_timeout) for p in payloads], parallel)
+    failed = asyncio.Event()
+
+    async def run(unit: dict[str, Any]) -> list[dict[str, Any]]:
+        if failed.is_set():  # the job fails anyway: start nothing more
+            return []
+        try:
+            child = await _start({"job": job, "collection": collection, "unit": unit, **extra}, unit_timeout)
+            output = await await_unit(child, int(unit["unit"]), unit_timeout)
+        except BaseException:
+            failed.set()
+            raise
+        receipts: list[dict[str, Any]] = output["receipts"]
+        return receipts
+
+    results = await bounded_gather([run(unit) for unit in units], parallel)
     receipts: list[dict[str, Any]] = []
     failure: tuple[dict[str, Any], BaseException] | None = None
     for unit, result in zip(units, results, strict=True):
         if isinstance(result, BaseException):
-            if failure is None:
-                failure = (unit["batches"][0], result)
+            failure = failure or (unit["batches"][0], result)
         else:
             receipts.extend(result)
     receipts.sort(key=lambda r: int(r["batch"]))
