@@ -22,18 +22,18 @@ def test_a_folder_matching_no_glob_is_an_error_naming_the_globs(url: str, tenant
     licenses = tmp_path / "licenses"
     for name in ("zlib", "expat", "bsd"):
         (licenses / name).mkdir(parents=True)
-        (licenses / name / "copyright").write_text(f"{name} license text")
+        (licenses / name / "terms").write_text(f"{name} license text")  # a name no default glob takes
     done = cli("ingest", str(licenses), "-c", "licenses", "--url", url, "--tenant", tenant)
     assert done.returncode == ExitCode.USAGE, done.stdout + done.stderr
-    assert "--glob '**/*.md' --glob '**/*.txt'" in done.stderr
+    assert "matches the default globs" in done.stderr
     assert "3 files there" in done.stderr
-    assert "hint: pass --glob" in done.stderr and "--glob '**/copyright'" in done.stderr
+    assert "hint: pass --glob" in done.stderr and "--glob '**/terms'" in done.stderr
     assert "ingested" not in done.stdout
 
     custom = cli("ingest", str(licenses), "-c", "licenses", "--glob", "**/*.rst", "--url", url, "--tenant", tenant)
     assert custom.returncode == ExitCode.USAGE and "--glob '**/*.rst'" in custom.stderr
 
-    fixed = cli("ingest", str(licenses), "-c", "licenses", "--glob", "**/copyright", "--url", url, "--tenant", tenant)
+    fixed = cli("ingest", str(licenses), "-c", "licenses", "--glob", "**/terms", "--url", url, "--tenant", tenant)
     assert fixed.returncode == 0, fixed.stderr
     assert "ingested 3 docs" in fixed.stdout
 

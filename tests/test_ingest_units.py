@@ -57,7 +57,7 @@ def _docs(root: Path) -> Path:
     (root / "a.md").write_text(TEXT)
     (root / "sub").mkdir()
     (root / "sub" / "b.txt").write_text(TEXT[::-1])
-    (root / "skip.rst").write_text("not matched by the default globs")
+    (root / "skip.json").write_text("not matched by the default globs")
     return root
 
 

@@ -126,10 +126,14 @@ def server(
 
 @app.command(cls=Command)
 def ingest(
-    paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Directories (*.md, *.txt), .jsonl files or single files.")],
+    paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Directories (text, Markdown, HTML, gzip; PDF, DOCX, PPTX with the documents extra), .jsonl files or single files.")],
     collection: Annotated[str, typer.Option("--collection", "-c", metavar="NAME", help="Tenant-relative collection name.")],
     glob: Annotated[
-        list[str] | None, typer.Option("--glob", metavar="PATTERN", help="File pattern for directories (repeatable) [default: **/*.md, **/*.txt].")
+        list[str] | None,
+        typer.Option("--glob", metavar="PATTERN", help="File pattern for directories (repeatable) [default: every format whose converter is installed, README, NEWS, ...]."),
+    ] = None,
+    exclude: Annotated[
+        list[str] | None, typer.Option("--exclude", metavar="PATTERN", help="Leave out files matching this pattern, e.g. '**/*.min.html' (repeatable).")
     ] = None,
     chunk_size: Annotated[int | None, typer.Option("--chunk-size", metavar="CHARS", help="Characters per chunk [default: 1000].")] = None,
     chunk_overlap: Annotated[int | None, typer.Option("--chunk-overlap", metavar="CHARS", help="Characters of overlap [default: 100].")] = None,
@@ -188,6 +192,7 @@ def ingest(
             url=settings.url,
             tenancy=tenancy,
             globs=glob,
+            excludes=exclude,
             chunk_size=chunk_size,
             chunk_overlap=chunk_overlap,
             batch_size=batch_size,
@@ -201,7 +206,9 @@ def ingest(
         )
         with use_flux_home(flux_home), ProgressReporter(quiet=json_out) as reporter, stop_on_signals(reporter):
             run = run_ingest(job, on_progress=reporter.callback)
-        report_run(run, json_out)
+        code = report_run(run, json_out)
+    if code:
+        raise typer.Exit(int(code))
 
 
 @app.command(cls=Command)

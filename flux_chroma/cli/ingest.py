@@ -31,7 +31,7 @@ from rich.text import Text
 from flux_chroma.cli.support import CliError, ExitCode, exit_code_for, print_json, stderr, stdout
 from flux_chroma.cli.text import plural
 
-__all__ = ["sources_for", "build_job", "ProgressReporter", "summary_line", "stop_on_signals", "report_run"]
+__all__ = ["sources_for", "build_job", "ProgressReporter", "summary_line", "skipped_lines", "stop_on_signals", "report_run"]
 
 
 def sources_for(
@@ -40,10 +40,12 @@ def sources_for(
     *,
     source_ids: Sequence[str] | None = None,
     relocate: bool = False,
+    excludes: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Map command-line paths to ingestion sources.
 
-    A directory becomes a ``files`` source (``globs`` or ``**/*.md`` + ``**/*.txt``), a
+    A directory becomes a ``files`` source (``globs``, or the default globs of every format
+    whose converter is installed, minus ``excludes``), a
     ``.jsonl`` file a ``jsonl`` source, any other file a ``files`` source for that one file.
     Without ``source_ids`` each source gets the library's default id: a readable name plus a
     digest of its absolute path (a single file: of the file's path), so two folders that
@@ -56,6 +58,7 @@ def sources_for(
             when the folder moves.
         relocate: Let each source take over the records its id holds from another location
             (``--relocate``: the folder moved).
+        excludes: Patterns of files under a directory to leave out (``--exclude``).
 
     Returns:
         Source references for :class:`~flux_chroma.ingest.IngestJob`.
@@ -80,7 +83,9 @@ def sources_for(
             source: dict[str, Any] = {"kind": "files", "path": str(path)}
             if globs:
                 source["glob"] = list(globs)
-            _require_matches(path, globs)
+            if excludes:
+                source["exclude"] = list(excludes)
+            _require_matches(path, globs, excludes)
         elif path.is_file() and path.suffix == ".jsonl":
             source = {"kind": "jsonl", "path": str(path)}
         elif path.is_file():
@@ -95,14 +100,22 @@ def sources_for(
     return sources
 
 
-def _require_matches(folder: Path, globs: Sequence[str] | None) -> None:
+def _require_matches(folder: Path, globs: Sequence[str] | None, excludes: Sequence[str] | None = None) -> None:
     """Refuse a directory none of whose files the globs match (a silent 0-doc job otherwise)."""
-    from flux_chroma.ingest.sources import DEFAULT_GLOBS, _listing
+    from flux_chroma.ingest.convert import default_globs
+    from flux_chroma.ingest.sources import file_census
 
-    patterns = list(globs or DEFAULT_GLOBS)
-    if _listing({"path": str(folder), "glob": patterns, "id": folder.name}):
+    patterns = list(globs or default_globs())
+    census = file_census({"path": str(folder), "glob": patterns, "exclude": list(excludes or ()), "id": folder.name})
+    if census.matched:
         return
-    shown = " ".join(f"--glob '{g}'" for g in patterns)
+    if census.excluded:
+        raise CliError(
+            f"every file under {folder} that the globs match is excluded ({plural(census.excluded, 'file')}).",
+            "remove or narrow an --exclude pattern.",
+            ExitCode.USAGE,
+        )
+    shown = " ".join(f"--glob '{g}'" for g in globs) if globs else "the default globs"
     files = [f for f in folder.rglob("*") if f.is_file()]
     if not files:
         raise CliError(f"{folder} holds no files to ingest ({shown} matched nothing).", "", ExitCode.USAGE)
@@ -136,6 +149,7 @@ def build_job(
     parallel: int = 1,
     source_ids: Sequence[str] | None = None,
     relocate: bool = False,
+    excludes: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Build the JSON job spec the ``ingest`` command runs.
 
@@ -157,6 +171,7 @@ def build_job(
         parallel: Units (shards of consecutive batches) running at once.
         source_ids: One source id per path (default: name plus a digest of the path).
         relocate: Let the sources take over their ids' records from another location.
+        excludes: Patterns of files under directories to leave out.
 
     Returns:
         The job dict.
@@ -167,7 +182,7 @@ def build_job(
     job: dict[str, Any] = {
         "tenant": tenant,
         "collection": collection,
-        "sources": sources_for(paths, globs, source_ids=source_ids, relocate=relocate),
+        "sources": sources_for(paths, globs, source_ids=source_ids, relocate=relocate, excludes=excludes),
         "cleanup": None if cleanup == "none" else cleanup,
         "duplicates": duplicates,
         "options": {"url": url, "tenancy": tenancy, "cache": cache},
@@ -379,8 +394,37 @@ def summary_line(report: dict[str, Any], execution_id: str) -> str:
         f"{plural(int(report.get('batches', 0)), 'batch')}: "
         f"added {report.get('added', 0)}{_before(report)}, updated {report.get('updated', 0)}, skipped "
         f"{report.get('skipped', 0)}, deleted {report.get('deleted', 0)}, cache hits "
-        f"{report.get('cache_hits', 0)}{_truncated(report)} (execution {execution_id})"
+        f"{report.get('cache_hits', 0)}{_truncated(report)}{_files_left_out(report)} (execution {execution_id})"
     )
+
+
+def _files_left_out(report: dict[str, Any]) -> str:
+    """``; 3 files skipped, 290 matched no glob`` (files read by no document), or ``""``."""
+    parts = []
+    if report.get("skipped_file_count"):
+        parts.append(f"{plural(int(report['skipped_file_count']), 'file')} skipped")
+    if report.get("unmatched_files"):
+        parts.append(f"{report['unmatched_files']} matched no glob")
+    if report.get("excluded_files"):
+        parts.append(f"{report['excluded_files']} excluded")
+    return f"; {', '.join(parts)}" if parts else ""
+
+
+def skipped_lines(report: dict[str, Any]) -> list[str]:
+    """One line per skipped file named in the report (``path: reason``), and how many more.
+
+    Args:
+        report: The ingestion report.
+
+    Returns:
+        The lines (empty when no file was skipped).
+    """
+    named = list(report.get("skipped_files") or [])
+    total = int(report.get("skipped_file_count") or len(named))
+    lines = [f"skipped {item['path']} ({item['source']}): {item['reason']}" for item in named]
+    if total > len(named):
+        lines.append(f"... and {total - len(named)} more skipped files (the report names the first {len(named)})")
+    return lines
 
 
 def _truncated(report: dict[str, Any]) -> str:
@@ -391,12 +435,16 @@ def _truncated(report: dict[str, Any]) -> str:
     return ", truncated unknown (the model declares no tokenizer)" if value is None else f", truncated {value}"
 
 
-def report_run(run: Any, json_out: bool) -> None:
+def report_run(run: Any, json_out: bool) -> ExitCode:
     """Print a finished ingestion (summary line or JSON), or raise its failure for the CLI.
 
     Args:
         run: The execution context :func:`~flux_chroma.ingest.run_ingest` returned.
         json_out: Print the report as JSON.
+
+    Returns:
+        ``ExitCode.OK``, or ``ExitCode.FILES_SKIPPED`` (5) when the job completed but some
+        files could not be read or converted (each is named, with its reason).
 
     Raises:
         CliError: The run failed; the hint says how to resume it.
@@ -418,4 +466,7 @@ def report_run(run: Any, json_out: bool) -> None:
     if json_out:
         print_json({**report, "execution_id": run.execution_id})
     else:
+        for line in skipped_lines(report):
+            stderr.print(line, highlight=False, markup=False)
         stdout.print(summary_line(report, run.execution_id), highlight=False, markup=False)
+    return ExitCode.FILES_SKIPPED if report.get("skipped_file_count") else ExitCode.OK

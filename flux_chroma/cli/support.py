@@ -8,6 +8,7 @@ Exit codes scripts can rely on (see :class:`ExitCode`):
 2    usage error: bad option, argument, tenant, collection name or filter
 3    the Chroma server is unreachable
 4    ``doctor`` found a failing check
+5    ``ingest`` completed, but some files were skipped (named with their reasons)
 130  interrupted (Ctrl-C)
 143  stopped by SIGTERM
 ==== =====================================================================
@@ -79,6 +80,7 @@ class ExitCode(IntEnum):
     USAGE = 2
     UNREACHABLE = 3
     CHECK_FAILED = 4
+    FILES_SKIPPED = 5
     INTERRUPTED = 130
     TERMINATED = 143
 

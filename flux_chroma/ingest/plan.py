@@ -19,14 +19,23 @@ from typing import Any
 
 from flux_chroma.errors import DuplicateIdError, SourceChangedError
 from flux_chroma.ingest.chunking import chunk_digest, chunk_id, doc_key_of
-from flux_chroma.ingest.sources import Unit, iter_units, source_location
+from flux_chroma.ingest.sources import (
+    SkippedUnit,
+    Unit,
+    file_census,
+    iter_doc_ids,
+    iter_units,
+    source_location,
+)
 from flux_chroma.ingest.spec import IngestJob, digest_of
 from flux_chroma.ingest.splitter import Chunker, chunker_for, is_markdown
 from flux_chroma.tasks.validation import Document
 
-__all__ = ["Chunk", "chunks_of", "job_chunker", "CITATION_KEYS", "build_plan", "read_batch", "iter_chunks", "live_chunks", "LiveSet", "key64", "MAX_REPORTED_DUPLICATES"]
+__all__ = ["Chunk", "chunks_of", "job_chunker", "CITATION_KEYS", "build_plan", "read_batch", "iter_chunks", "live_chunks", "LiveSet", "key64", "MAX_REPORTED_DUPLICATES", "MAX_REPORTED_SKIPS"]
 
 MAX_REPORTED_DUPLICATES = 50
+MAX_REPORTED_SKIPS = 100
+"""Skipped files named in a plan (and the report); ``skipped_file_count`` counts them all."""
 CITATION_KEYS = ("fc_start", "fc_end", "fc_heading", "fc_page")
 """Per-chunk citation metadata: character offsets in the (converted) document, the Markdown
 heading path where the chunk starts, and the 1-based page for documents with pages."""
@@ -113,7 +122,7 @@ def _duplicates(job: IngestJob) -> tuple[set[tuple[int, int]], list[dict[str, An
 
     keys = array("Q")
     for src in job.sources:
-        keys.extend(key64(unit.doc_id) for unit in iter_units(src))
+        keys.extend(key64(doc_id) for doc_id, _, _ in iter_doc_ids(src))
     ordered = np.sort(np.frombuffer(keys, dtype=np.uint64))
     del keys
     repeated = {int(k) for k in np.unique(ordered[1:][ordered[1:] == ordered[:-1]])}
@@ -121,9 +130,9 @@ def _duplicates(job: IngestJob) -> tuple[set[tuple[int, int]], list[dict[str, An
     groups: dict[str, list[tuple[int, int, str]]] = {}
     if repeated:
         for s_idx, src in enumerate(job.sources):
-            for unit in iter_units(src):
-                if key64(unit.doc_id) in repeated:
-                    groups.setdefault(unit.doc_id, []).append((s_idx, unit.cursor, unit.label))
+            for doc_id, cursor, label in iter_doc_ids(src):
+                if key64(doc_id) in repeated:
+                    groups.setdefault(doc_id, []).append((s_idx, cursor, label))
     collisions = {doc_id: hits for doc_id, hits in groups.items() if len(hits) > 1}
     report = [
         {
@@ -145,10 +154,17 @@ def _duplicates(job: IngestJob) -> tuple[set[tuple[int, int]], list[dict[str, An
     return excluded, report
 
 
-def _kept_units(job: IngestJob, excluded: set[tuple[int, int]]) -> Iterator[tuple[int, Unit, bool]]:
-    """Every document of the job, streamed: ``(source index, unit, kept by the policy)``."""
+def _kept_units(
+    job: IngestJob, excluded: set[tuple[int, int]], skips: list[tuple[int, SkippedUnit]] | None = None
+) -> Iterator[tuple[int, Unit, bool]]:
+    """Every document of the job, streamed: ``(source index, unit, kept by the policy)``.
+
+    Files that cannot be read or converted yield no unit; with ``skips`` each is appended
+    there (``(source index, skipped file)``) before the next unit is yielded.
+    """
     for s_idx, src in enumerate(job.sources):
-        for unit in iter_units(src):
+        on_skip = None if skips is None else (lambda skipped, s=s_idx: skips.append((s, skipped)))
+        for unit in iter_units(src, on_skip=on_skip):
             yield s_idx, unit, (s_idx, unit.cursor) not in excluded
 
 
@@ -169,7 +185,13 @@ def build_plan(job: IngestJob | Mapping[str, Any], max_batch: int | None = None)
         text). ``truncated`` counts chunks longer than the model reads (``None`` when the
         model declares no tokenizer); ``chunker`` is the chunker's identity (part of
         ``digest``). Each
-        ``sources`` entry is ``{"id", "kind", "location", "docs", "chunks"}``.
+        ``sources`` entry is ``{"id", "kind", "location", "docs", "chunks"}``, plus for a
+        ``files`` source ``skipped_files`` (files that could not be read or converted),
+        ``unmatched`` (files matching no glob) and ``excluded`` (files an ``exclude`` pattern
+        left out). ``skipped_files`` names up to :data:`MAX_REPORTED_SKIPS` skipped files
+        (``{"source", "path", "reason"}``), ``skipped_file_count`` counts them all, and
+        ``unmatched_files``/``excluded_files`` add up the sources'. A skipped file inside a
+        batch's slice is in that batch's ``exclude``: its re-read skips it again, unread.
 
     Raises:
         DuplicateIdError: A document id repeats and the policy is ``"error"``.
@@ -187,12 +209,29 @@ def build_plan(job: IngestJob | Mapping[str, Any], max_batch: int | None = None)
     chunk_total = 0
     chunker = job_chunker(job)
     truncated: int | None = 0 if chunker.tokens is not None else None
+    for s_idx, src in enumerate(job.sources):
+        if src["kind"] == "files":
+            census = file_census(src)
+            stats[s_idx].update(skipped_files=0, unmatched=census.unmatched, excluded=census.excluded)
+    skips: list[tuple[int, SkippedUnit]] = []
+    named: list[dict[str, Any]] = []
 
     def close() -> None:
         if current is not None:
             batches.append({**current, "digest": batch_hash.hexdigest()})
 
-    for s_idx, unit, kept in _kept_units(job, excluded):
+    def account() -> None:
+        """Skipped files before the next unit: counted, named, and excluded from the open batch."""
+        for s_idx, skipped in skips:
+            stats[s_idx]["skipped_files"] += 1
+            if len(named) < MAX_REPORTED_SKIPS:
+                named.append({"source": job.sources[s_idx]["id"], "path": skipped.label, "reason": skipped.reason})
+            if current is not None and current["source"] == s_idx and current["count"] < size:
+                current.setdefault("exclude", []).append(skipped.cursor)
+        skips.clear()
+
+    for s_idx, unit, kept in _kept_units(job, excluded, skips):
+        account()
         if current is not None and current["source"] != s_idx:  # batches never span sources
             close()
             current = None
@@ -216,6 +255,7 @@ def build_plan(job: IngestJob | Mapping[str, Any], max_batch: int | None = None)
             total.add(digest)
             stats[s_idx]["chunks"] += 1
             chunk_total += 1
+    account()
     close()
     for ref in batches:
         ref["of"] = len(batches)
@@ -233,6 +273,10 @@ def build_plan(job: IngestJob | Mapping[str, Any], max_batch: int | None = None)
         "batches": batches,
         "duplicates": duplicates,
         "duplicate_count": len(excluded),
+        "skipped_files": named,
+        "skipped_file_count": sum(int(s.get("skipped_files", 0)) for s in stats),
+        "unmatched_files": sum(int(s.get("unmatched", 0)) for s in stats),
+        "excluded_files": sum(int(s.get("excluded", 0)) for s in stats),
     }
 
 
@@ -255,7 +299,7 @@ def read_batch(job: IngestJob | Mapping[str, Any], ref: dict[str, Any]) -> list[
     exclude = set(ref.get("exclude") or ())
     out: list[Chunk] = []
     first = True
-    for unit in iter_units(src, ref["cursor"]):
+    for unit in iter_units(src, ref["cursor"], skip=exclude):
         if unit.cursor in exclude:
             continue
         chunks = chunks_of(unit, job)

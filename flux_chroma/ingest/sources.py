@@ -5,9 +5,12 @@ custom loader registered by name); the documents themselves never travel through
 Each source yields *units* (one document each) in a deterministic order, and every unit has
 a *cursor* that lets a batch task start reading again exactly where its slice begins:
 
-* ``files``: text/markdown files under ``path`` matching ``glob`` (default ``**/*.md`` and
-  ``**/*.txt``), sorted by relative path. Document id ``{source id}/{relative path}``,
-  metadata ``{"path": relative path}``. Cursor: position in the sorted listing.
+* ``files``: files under ``path`` matching ``glob`` and no ``exclude`` pattern (default globs:
+  :func:`~flux_chroma.ingest.convert.default_globs`), sorted by relative path, each read and
+  converted to text by :func:`~flux_chroma.ingest.convert.read_file`. Document id
+  ``{source id}/{relative path}``, metadata ``{"path", "fc_format", "fc_dir", "fc_dirs",
+  "fc_title", "fc_conv"}`` (see :func:`file_metadata`). Cursor: position in the sorted
+  listing. A file that cannot be read or converted is a :class:`SkippedUnit`, never an error.
 * ``jsonl``: one JSON object per line with ``id``, ``text`` and optional ``metadata``
   fields (names configurable). Document id: the record's id. Cursor: byte offset of the line.
 * any name registered with :func:`register_loader`: a function ``loader(params) ->
@@ -25,20 +28,28 @@ different ids.
 
 from __future__ import annotations
 
+import glob as globlib
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import re
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from flux_chroma.errors import ConfigurationError, InvalidDocumentError, SourceChangedError
+from flux_chroma.ingest.convert import Converted, default_globs, read_file
 from flux_chroma.tasks.validation import utf8_problem, validate_metadata
 
 __all__ = [
     "Unit",
+    "SkippedUnit",
+    "FileCensus",
+    "file_census",
+    "file_metadata",
+    "iter_doc_ids",
     "register_loader",
     "normalize_source",
     "iter_units",
@@ -50,7 +61,6 @@ __all__ = [
 
 Loader = Callable[[dict[str, Any]], Iterable[Mapping[str, Any]]]
 BUILTIN_KINDS = ("files", "jsonl")
-DEFAULT_GLOBS = ("**/*.md", "**/*.txt")
 MAX_LOCATION = 200
 """A custom loader's location longer than this is stored as a digest of its parameters."""
 _NOT_PARAMS = ("kind", "id", "relocate")  # job-level fields, never a loader's parameters
@@ -67,6 +77,8 @@ class Unit:
         metadata: User metadata copied to each chunk.
         cursor: Where a re-read starting at this document begins (JSON-able int).
         label: Human description for messages (``"docs/a.md"``, ``"data.jsonl line 3"``).
+        page_starts: Character offsets in ``text`` where each page starts, when the
+            converter gives pages (PDF); ``()`` otherwise.
     """
 
     doc_id: str
@@ -74,6 +86,22 @@ class Unit:
     metadata: dict[str, Any] = field(default_factory=dict)
     cursor: int = 0
     label: str = ""
+    page_starts: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class SkippedUnit:
+    """A file of a ``files`` source left out of the job (it could not be read or converted).
+
+    Args:
+        cursor: Its position in the source's sorted listing.
+        label: Its relative path.
+        reason: Why (see :func:`~flux_chroma.ingest.convert.read_file`).
+    """
+
+    cursor: int
+    label: str
+    reason: str
 
 
 def register_loader(kind: str) -> Callable[[Loader], Loader]:
@@ -160,6 +188,17 @@ def _absolute(raw: Any) -> Path:
     return Path(os.path.abspath(Path(str(raw)).expanduser()))
 
 
+def _patterns(raw: Any, what: str, root: Path, *, empty: bool = False) -> list[str]:
+    """Validate glob patterns (one string or a list; relative, no ``..``)."""
+    patterns = [raw] if isinstance(raw, str) else raw
+    ok = isinstance(patterns, (list, tuple)) and (empty or bool(patterns))
+    if not ok or not all(isinstance(g, str) and g for g in patterns):
+        raise ConfigurationError(f"{what} must be a pattern or a list of patterns, got {raw!r}.")
+    if any(g.startswith("/") or ".." in Path(g).parts for g in patterns):
+        raise ConfigurationError(f"{what} {list(patterns)} must stay inside {root} (no '..', not absolute).")
+    return list(patterns)
+
+
 def normalize_source(raw: Any, position: int) -> dict[str, Any]:
     """Validate one source reference and fill in its defaults (absolute paths, id, globs).
 
@@ -190,17 +229,16 @@ def normalize_source(raw: Any, position: int) -> dict[str, Any]:
             "take over the records its id holds from another location, e.g. a folder that moved)."
         )
     if kind == "files":
-        allowed = {"kind", "id", "path", "glob", "encoding"}
+        allowed = {"kind", "id", "path", "glob", "exclude", "encoding"}
         if "path" not in src:
             raise ConfigurationError(f"sources[{position}] (files) needs 'path': the directory to read.")
         path = _absolute(src["path"])
-        globs = src.get("glob", list(DEFAULT_GLOBS))
-        globs = [globs] if isinstance(globs, str) else list(globs)
-        if not globs or not all(isinstance(g, str) and g for g in globs):
-            raise ConfigurationError(f"sources[{position}].glob must be a pattern or a list of patterns.")
-        if any(g.startswith("/") or ".." in Path(g).parts for g in globs):
-            raise ConfigurationError(f"sources[{position}].glob {globs} must stay inside {path} (no '..', not absolute).")
+        globs = _patterns(src["glob"] if "glob" in src else default_globs(), f"sources[{position}].glob", path)
+        excludes = _patterns(src.get("exclude", []), f"sources[{position}].exclude", path, empty=True)
         src.update(path=str(path), glob=globs, id=src.get("id") or default_source_id(path.name, str(path)), encoding=src.get("encoding", "utf-8"))
+        src.pop("exclude", None)
+        if excludes:
+            src["exclude"] = excludes
     elif kind == "jsonl":
         allowed = {"kind", "id", "path", "id_field", "text_field", "metadata_field"}
         if "path" not in src:
@@ -233,36 +271,138 @@ def normalize_source(raw: Any, position: int) -> dict[str, Any]:
 # --- files -------------------------------------------------------------------------------
 
 
-def _listing(src: dict[str, Any]) -> list[str]:
+@dataclass(frozen=True)
+class FileCensus:
+    """What a ``files`` source's patterns select under its folder.
+
+    Args:
+        matched: Relative paths matching a ``glob`` and no ``exclude`` pattern, sorted (the
+            listing cursors index).
+        unmatched: How many files match no ``glob`` pattern.
+        excluded: How many files match a ``glob`` and an ``exclude`` pattern.
+    """
+
+    matched: list[str]
+    unmatched: int
+    excluded: int
+
+
+def _matcher(patterns: list[str], root: Path) -> Callable[[str], bool]:
+    """A test of relative POSIX paths against glob patterns, with :meth:`Path.glob`'s syntax."""
+    if not patterns:
+        return lambda rel: False
+    translate = getattr(globlib, "translate", None)
+    if translate is None:  # Python 3.12 has no glob.translate: list each pattern's matches
+        found = {item.relative_to(root).as_posix() for p in patterns for item in root.glob(p)}
+        return found.__contains__
+    regex = re.compile("|".join(f"(?:{translate(p, recursive=True, include_hidden=True)})" for p in patterns))
+    return lambda rel: regex.match(rel) is not None
+
+
+def _depth(patterns: list[str]) -> int | None:
+    """How many folders deep the patterns can match (``None``: any depth, a ``**`` pattern)."""
+    if any("**" in p for p in patterns):
+        return None
+    return max(p.count("/") for p in patterns)
+
+
+def file_census(src: Mapping[str, Any]) -> FileCensus:
+    """List a normalized ``files`` source: one walk of its folder (symlinked folders are not entered).
+
+    Args:
+        src: A ``files`` source returned by :func:`normalize_source`.
+
+    Returns:
+        The listing and the counts of files left out by the patterns. A folder that cannot be
+        listed is itself an entry of ``matched``, so that it is reported as a skipped file.
+
+    Raises:
+        SourceChangedError: The folder does not exist.
+    """
     root = Path(src["path"])
     if not root.is_dir():
         raise SourceChangedError(f"source {src['id']!r}: directory {root} does not exist (or is not a directory).")
-    found: set[str] = set()
-    for pattern in src["glob"]:
-        for item in root.glob(pattern):
-            if item.is_file():
-                found.add(item.relative_to(root).as_posix())
-    return sorted(found)
+    include, exclude = _matcher(list(src["glob"]), root), _matcher(list(src.get("exclude") or []), root)
+    depth = _depth(list(src["glob"]))
+    unreadable: list[str] = []
+    matched: list[str] = []
+    unmatched = excluded = 0
+
+    def failed(exc: OSError) -> None:
+        if exc.filename and os.fspath(exc.filename) != str(root):
+            unreadable.append(Path(exc.filename).relative_to(root).as_posix())
+
+    for folder, dirs, files in os.walk(root, onerror=failed):
+        base = Path(folder).relative_to(root).as_posix()
+        prefix = "" if base == "." else f"{base}/"
+        if depth is not None and prefix.count("/") >= depth:
+            dirs.clear()
+        for name in files:
+            rel = prefix + name
+            if not include(rel):
+                unmatched += 1
+            elif exclude(rel):
+                excluded += 1
+            else:
+                matched.append(rel)
+    matched.extend(rel for rel in unreadable if not exclude(rel))
+    return FileCensus(sorted(matched), unmatched, excluded)
 
 
-def _file_units(src: dict[str, Any], start: int) -> Iterator[Unit]:
+def _listing(src: Mapping[str, Any]) -> list[str]:
+    return file_census(src).matched
+
+
+def file_metadata(rel: str, converted: Converted) -> dict[str, Any]:
+    """The metadata of a file's document (copied to each of its chunks).
+
+    Args:
+        rel: The file's path relative to the source folder.
+        converted: What :func:`~flux_chroma.ingest.convert.read_file` made of it.
+
+    Returns:
+        ``path`` (``rel``), ``fc_format`` (``"md"``, ``"txt"``, ``"html"``, ``"pdf"``, ``"docx"``
+        or ``"pptx"``; a ``.gz`` file's inner format), ``fc_dir`` (the relative folder, ``""``
+        at the root), ``fc_dirs`` (every ancestor folder, ``"a/b/c.md"`` -> ``["a", "a/b"]``;
+        absent at the root: Chroma refuses empty lists; filter a subtree with
+        ``{"fc_dirs": {"$contains": "a/b"}}``), ``fc_title`` (the document's own title, when
+        it has one) and ``fc_conv`` (the converter and its version, e.g. ``"gzip"`` or
+        ``"markitdown 0.1.9"``; absent for text read as it is).
+
+    Example:
+        >>> from flux_chroma.ingest.convert import Converted
+        >>> file_metadata("a/b/c.md", Converted("# Hi", "md"))
+        {'path': 'a/b/c.md', 'fc_format': 'md', 'fc_dir': 'a/b', 'fc_dirs': ['a', 'a/b']}
+    """
+    parts = rel.split("/")[:-1]
+    meta: dict[str, Any] = {"path": rel, "fc_format": converted.format, "fc_dir": "/".join(parts)}
+    if parts:
+        meta["fc_dirs"] = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    if converted.title:
+        meta["fc_title"] = converted.title[:200]
+    if converted.converter:
+        meta["fc_conv"] = converted.converter
+    return meta
+
+
+def _file_units(src: dict[str, Any], start: int, skip: Container[int], on_skip: Callable[[SkippedUnit], None] | None) -> Iterator[Unit]:
     root = Path(src["path"])
     names = _listing(src)
     if start > len(names):
         raise SourceChangedError(f"source {src['id']!r}: {root} now holds fewer files than when the job was planned.")
     for position in range(start, len(names)):
+        if position in skip:
+            continue
         rel = names[position]
-        try:
-            with open(root / rel, encoding=src["encoding"], errors="strict") as handle:
-                text = handle.read()
-        except UnicodeDecodeError as exc:
-            raise InvalidDocumentError(
-                f"source {src['id']!r}: {rel} is not valid {src['encoding']} ({exc.reason} at byte {exc.start}); "
-                "convert it, set 'encoding' on the source, or exclude it with 'glob'."
-            ) from None
-        except FileNotFoundError:
-            raise SourceChangedError(f"source {src['id']!r}: {rel} disappeared while the job was running.") from None
-        yield Unit(f"{src['id']}/{rel}", text.removeprefix("\ufeff"), {"path": rel}, position, rel)
+        path = root / rel
+        if path.is_dir() and not path.is_symlink():
+            result: Any = SkippedUnit(position, rel, "a folder that cannot be listed (permission denied)")
+        else:
+            result = read_file(str(path), rel, src["encoding"])
+        if isinstance(result, Converted):
+            yield Unit(f"{src['id']}/{rel}", result.text, file_metadata(rel, result), position, rel, result.page_starts)
+        elif on_skip is not None:
+            on_skip(SkippedUnit(position, rel, result.reason))
 
 
 # --- jsonl -------------------------------------------------------------------------------
@@ -326,12 +466,22 @@ def _custom_units(src: dict[str, Any], start: int) -> Iterator[Unit]:
         yield _record_unit({"id_field": "id", "text_field": "text", "metadata_field": "metadata", **src}, record, position, f"record #{position}")
 
 
-def iter_units(src: dict[str, Any], start: int = 0) -> Iterator[Unit]:
+def iter_units(
+    src: dict[str, Any],
+    start: int = 0,
+    *,
+    skip: Container[int] = (),
+    on_skip: Callable[[SkippedUnit], None] | None = None,
+) -> Iterator[Unit]:
     """Yield a normalized source's documents in order, starting at cursor ``start``.
 
     Args:
         src: A dict returned by :func:`normalize_source`.
         start: A cursor previously reported by a :class:`Unit` (0 = from the beginning).
+        skip: Cursors of a ``files`` source not to read at all (files the plan skipped: a
+            batch re-reading its slice skips exactly what the plan skipped).
+        on_skip: Called with each file of a ``files`` source that cannot be read or
+            converted (it yields no unit).
 
     Yields:
         The documents.
@@ -342,7 +492,24 @@ def iter_units(src: dict[str, Any], start: int = 0) -> Iterator[Unit]:
         ConfigurationError: Unknown source kind.
     """
     if src["kind"] == "files":
-        return _file_units(src, start)
+        return _file_units(src, start, skip, on_skip)
     if src["kind"] == "jsonl":
         return _jsonl_units(src, start)
     return _custom_units(src, start)
+
+
+def iter_doc_ids(src: dict[str, Any]) -> Iterator[tuple[str, int, str]]:
+    """Every document id of a source with its cursor and label, reading no file of a ``files`` source.
+
+    Args:
+        src: A dict returned by :func:`normalize_source`.
+
+    Yields:
+        ``(document id, cursor, label)``; for a ``files`` source every listed file, skipped or not.
+    """
+    if src["kind"] == "files":
+        for position, rel in enumerate(_listing(src)):
+            yield f"{src['id']}/{rel}", position, rel
+        return
+    for unit in iter_units(src):
+        yield unit.doc_id, unit.cursor, unit.label

@@ -40,7 +40,9 @@ def build_report(job: IngestJob, plan: dict[str, Any], receipts: list[dict[str, 
         ``digest``, ``sources``, ``docs``, ``chunks``, ``batches``, ``added``, ``updated``,
         ``skipped``, ``deleted``, ``failed`` (chunks not written), ``embedded``,
         ``cache_hits``, ``embed_seconds``, ``verified``, ``cleanup``, ``duplicates``,
-        ``duplicate_count`` and ``batch_timings`` (per batch: chunks, added, skipped, seconds,
+        ``duplicate_count``, ``skipped_files`` (up to 100 ``{"source", "path", "reason"}``:
+        files that could not be read or converted), ``skipped_file_count``,
+        ``unmatched_files`` (files no glob matched), ``excluded_files`` and ``batch_timings`` (per batch: chunks, added, skipped, seconds,
         embed_seconds, and the Flux worker, execution and process id that wrote it;
         ``worker`` is ``None`` inline).
     """
@@ -63,6 +65,8 @@ def build_report(job: IngestJob, plan: dict[str, Any], receipts: list[dict[str, 
     report["cleanup"] = cleanup
     report["duplicates"] = plan["duplicates"]
     report["duplicate_count"] = plan["duplicate_count"]
+    for key in ("skipped_files", "skipped_file_count", "unmatched_files", "excluded_files"):
+        report[key] = plan.get(key, [] if key == "skipped_files" else 0)
     report["batch_timings"] = [
         {
             **{k: r[k] for k in ("batch", "chunks", "added", "skipped", "seconds", "embed_seconds", "execution_id", "pid")},

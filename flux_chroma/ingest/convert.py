@@ -1,0 +1,398 @@
+"""File formats: one file's bytes -> its text (Markdown for converted formats), or a named skip.
+
+Plain text and Markdown are read as they are; ``.gz`` files are decompressed (up to
+:data:`MAX_EXPANDED_MB`) and converted by their inner name; HTML becomes its main text as
+Markdown (BeautifulSoup + markdownify: no markup, scripts, styles or navigation); PDF, DOCX
+and PPTX go through ``markitdown`` when the ``flux-chroma[documents]`` extra is installed.
+A file that cannot be read or converted is never an error that stops a job: :func:`read_file`
+returns a :class:`Skipped` with a reason a person can act on.
+
+Everything here is offline: no converter downloads a model or calls a service.
+"""
+
+from __future__ import annotations
+
+import errno
+import gzip
+import io
+import os
+import re
+import stat
+import zipfile
+import zlib
+from dataclasses import dataclass
+from functools import cache
+from importlib.metadata import PackageNotFoundError, version
+from importlib.util import find_spec
+from pathlib import PurePosixPath
+from typing import Any
+
+__all__ = [
+    "Converted",
+    "Skipped",
+    "read_file",
+    "format_of",
+    "default_globs",
+    "documents_available",
+    "MAX_FILE_MB",
+    "MAX_EXPANDED_MB",
+    "MAX_RUN",
+    "PLAIN_NAMES",
+    "INSTALL_HINT",
+]
+
+MAX_FILE_MB = 64
+"""A file larger than this (on disk) is skipped: ``too large``."""
+MAX_EXPANDED_MB = 64
+"""A ``.gz`` file, or a DOCX/PPTX archive, that expands past this is skipped: a decompression bomb."""
+MAX_RUN = 20_000
+"""A text with a run of more characters than this without whitespace is skipped (encoded or binary data, not prose)."""
+INSTALL_HINT = 'pip install "flux-chroma[documents]"'
+PLAIN_NAMES = (
+    "README", "NEWS", "CHANGELOG", "ChangeLog", "changelog", "CHANGES", "HISTORY", "COPYING",
+    "LICENSE", "LICENCE", "copyright", "AUTHORS", "CONTRIBUTORS", "CREDITS", "THANKS", "INSTALL",
+    "TODO", "BUGS", "FAQ", "NOTICE",
+)  # fmt: skip
+"""Extension-less file names read as plain text, also with a suffix (``README.Debian``, ``changelog.Debian.gz``)."""
+
+_TEXT = {".md": "md", ".markdown": "md", ".txt": "txt", ".text": "txt", ".rst": "txt"}
+_HTML = (".html", ".htm", ".xhtml")
+_DOCUMENTS = {".pdf": "pdf", ".docx": "docx", ".pptx": "pptx"}
+_DROP_TAGS = ("script", "style", "noscript", "template", "nav", "aside", "form", "iframe", "svg", "button", "head")
+_NAV_CLASS = re.compile(r"(^|[-_\s])nav", re.IGNORECASE)
+_LONG_RUN = re.compile(rf"\S{{{MAX_RUN + 1}}}")
+_MIB = 1024 * 1024
+_SLIDE = re.compile(r"<!-- Slide number: \d+ -->\n?")
+
+
+@dataclass(frozen=True)
+class Converted:
+    """A file read and converted to text.
+
+    Args:
+        text: The document text (Markdown for HTML, PDF, DOCX and PPTX).
+        format: ``"md"``, ``"txt"``, ``"html"``, ``"pdf"``, ``"docx"`` or ``"pptx"`` (the inner
+            format of a ``.gz`` file).
+        converter: What produced the text and its version, e.g. ``"gzip+markitdown 0.1.9"``
+            (``""`` for a plain text file read as it is): part of the document's identity.
+        title: The document's own title (HTML ``<title>``, PDF/DOCX/PPTX metadata), if any.
+        page_starts: Character offsets in ``text`` where each page starts (PDF), else ``()``.
+    """
+
+    text: str
+    format: str
+    converter: str = ""
+    title: str | None = None
+    page_starts: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A file left out of the job, and why.
+
+    Args:
+        reason: Why, and what to do about it (e.g. ``"binary (NUL bytes at byte 12)"``).
+    """
+
+    reason: str
+
+
+class _Skip(Exception):
+    """Raised inside this module; :func:`read_file` turns it into a :class:`Skipped`."""
+
+
+@cache
+def documents_available() -> bool:
+    """Whether the ``flux-chroma[documents]`` extra (markitdown and its PDF/DOCX/PPTX parts) is installed.
+
+    Returns:
+        True when PDF, DOCX and PPTX files can be converted (checked without importing them).
+    """
+    return all(find_spec(name) is not None for name in ("markitdown", "pdfminer", "mammoth", "pptx"))
+
+
+def default_globs() -> list[str]:
+    """The ``glob`` of a ``files`` source that names none.
+
+    Returns:
+        Patterns for Markdown, text, reStructuredText and HTML files (also gzipped), PDF/DOCX/PPTX
+        when :func:`documents_available`, and the extension-less names of :data:`PLAIN_NAMES`
+        (``README``, ``README.Debian``, ``changelog.Debian.gz``, ...).
+    """
+    suffixes = [*_TEXT, *_HTML]
+    globs = [f"**/*{s}" for s in suffixes] + [f"**/*{s}.gz" for s in suffixes]
+    if documents_available():
+        globs += [f"**/*{s}" for s in _DOCUMENTS]
+    for name in PLAIN_NAMES:
+        globs += [f"**/{name}", f"**/{name}.*"]
+    return globs
+
+
+def format_of(name: str) -> tuple[str, bool]:
+    """The format of a file from its name.
+
+    Args:
+        name: The file name (or relative path).
+
+    Returns:
+        ``(format, gzipped)``; a name with no known suffix is ``"txt"`` (read as text, skipped
+        if it turns out binary).
+
+    Example:
+        >>> format_of("doc/changelog.Debian.gz")
+        ('txt', True)
+    """
+    gzipped = name.lower().endswith(".gz")
+    inner = name[:-3] if gzipped else name
+    suffix = PurePosixPath(inner).suffix.lower()
+    if suffix in _TEXT:
+        return _TEXT[suffix], gzipped
+    if suffix in _HTML:
+        return "html", gzipped
+    if suffix in _DOCUMENTS:
+        return _DOCUMENTS[suffix], gzipped
+    return "txt", gzipped
+
+
+def _size(n: int) -> str:
+    return f"{n / _MIB:.1f} MiB" if n >= _MIB else f"{n:,} bytes"
+
+
+def _read_bytes(path: str) -> bytes:
+    """Read a regular file whole, refusing what would block, loop or change under the read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _Skip("a symlink loop (too many levels of symbolic links)") from None
+        if exc.errno == errno.ENOENT:
+            raise _Skip("a broken symlink" if os.path.islink(path) else "disappeared while the job ran") from None
+        if exc.errno == errno.EACCES:
+            raise _Skip("permission denied: give the job's user read access") from None
+        raise _Skip(f"cannot be opened ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as handle:
+        before = os.fstat(fd)
+        if not stat.S_ISREG(before.st_mode):
+            raise _Skip("not a regular file (a FIFO, socket or device)")
+        if before.st_size > MAX_FILE_MB * _MIB:
+            raise _Skip(f"too large: {_size(before.st_size)}, over the {MAX_FILE_MB} MiB limit per file; split it")
+        data = handle.read(MAX_FILE_MB * _MIB + 1)
+        after = os.fstat(fd)
+    if len(data) > MAX_FILE_MB * _MIB:
+        raise _Skip(f"too large: over the {MAX_FILE_MB} MiB limit per file (it grew while it was read)")
+    if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns) or len(data) != after.st_size:
+        raise _Skip("changed while it was read (a file still being written?); run the job again when it is complete")
+    return data
+
+
+def _gunzip(data: bytes) -> bytes:
+    limit = MAX_EXPANDED_MB * _MIB
+    out = io.BytesIO()
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
+            while block := stream.read(1 * _MIB):
+                out.write(block)
+                if out.tell() > limit:
+                    raise _Skip(f"a decompression bomb: expands past the {MAX_EXPANDED_MB} MiB limit (from {_size(len(data))})")
+    except (OSError, EOFError, zlib.error) as exc:
+        raise _Skip(f"not a valid gzip file ({exc})") from None
+    return out.getvalue()
+
+
+def _decode(data: bytes, encoding: str) -> str:
+    nul = data.find(b"\x00", 0, 65536)
+    if nul >= 0 and encoding.lower().replace("-", "") in ("utf8", "latin1", "ascii"):
+        raise _Skip(f"binary (a NUL byte at byte {nul}); exclude it, or convert it to text")
+    try:
+        text = data.decode(encoding, errors="strict")
+    except UnicodeDecodeError as exc:
+        raise _Skip(f"not valid {encoding} ({exc.reason} at byte {exc.start}); convert it, or set 'encoding' on the source") from None
+    except LookupError:
+        raise _Skip(f"unknown encoding {encoding!r}") from None
+    return text.removeprefix("\ufeff")
+
+
+def _check_prose(text: str) -> str:
+    match = _LONG_RUN.search(text)
+    if match is not None:
+        run = len(re.match(r"\S*", text[match.start() :]).group(0))  # type: ignore[union-attr]
+        raise _Skip(
+            f"a run of {run:,} characters without whitespace at character {match.start():,} (encoded or binary "
+            f"data, not prose; the limit is {MAX_RUN:,}); exclude it"
+        )
+    return text
+
+
+@cache
+def _version(dist: str) -> str:
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "?"
+
+
+def _html(data: bytes) -> tuple[str, str | None]:
+    from bs4 import BeautifulSoup, Tag
+    from markdownify import MarkdownConverter
+
+    soup = BeautifulSoup(data, "html.parser")
+    title = soup.title.get_text(" ", strip=True) if soup.title else None
+    for tag in soup.find_all(_DROP_TAGS):
+        tag.decompose()
+    navigation = [
+        t for t in soup.find_all(True) if isinstance(t, Tag) and (
+            t.get("role") in ("navigation", "banner", "contentinfo")
+            or any(_NAV_CLASS.search(c) for c in (t.get("class") or []))
+        )
+    ]  # fmt: skip
+    for tag in navigation:
+        if not tag.decomposed:
+            tag.decompose()
+    main = soup.find("main") or soup.find(None, {"role": "main"}) or soup.find("body") or soup
+    text = MarkdownConverter(heading_style="ATX", strip=["a", "img"], bullets="-").convert_soup(main)
+    text = re.sub(r"\n{3,}", "\n\n", re.sub(r"[ \t]+\n", "\n", text)).strip()
+    return text, title or None
+
+
+def _zip_checked(data: bytes, what: str) -> None:
+    """Refuse a DOCX/PPTX that is not a zip archive, or that expands past the limit."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            total = sum(info.file_size for info in archive.infolist())
+    except zipfile.BadZipFile:
+        raise _Skip(f"not a valid {what} file (not a zip archive; an old binary .doc/.ppt, or encrypted?)") from None
+    if total > MAX_EXPANDED_MB * _MIB:
+        raise _Skip(f"a decompression bomb: its parts expand to {_size(total)}, over the {MAX_EXPANDED_MB} MiB limit")
+
+
+def _core_title(data: bytes) -> str | None:
+    """The ``dc:title`` of an Office file's ``docProps/core.xml``."""
+    import defusedxml.ElementTree as SafeTree
+
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            root = SafeTree.fromstring(archive.read("docProps/core.xml"))
+    except (KeyError, zipfile.BadZipFile, SafeTree.ParseError):
+        return None
+    node = root.find("{http://purl.org/dc/elements/1.1/}title")
+    return (node.text or "").strip() or None if node is not None else None
+
+
+def _pdf_title(data: bytes) -> str | None:
+    import pypdfium2
+
+    document = pypdfium2.PdfDocument(data)
+    try:
+        return str(document.get_metadata_dict().get("Title") or "").strip() or None
+    finally:
+        document.close()
+
+
+def _pdf_check(data: bytes) -> None:
+    import pypdfium2
+
+    try:
+        pypdfium2.PdfDocument(data).close()
+    except pypdfium2.PdfiumError as exc:
+        if "password" in str(exc).lower():
+            raise _Skip("an encrypted PDF (it needs a password); decrypt it first") from None
+        raise _Skip(f"not a valid PDF ({exc})") from None
+
+
+@cache
+def _markitdown() -> Any:
+    from markitdown import MarkItDown
+
+    return MarkItDown(enable_plugins=False)
+
+
+def _document(data: bytes, fmt: str) -> tuple[str, str | None, tuple[int, ...]]:
+    if not documents_available():
+        raise _Skip(f"a {fmt.upper()} file: converting it needs the documents extra ({INSTALL_HINT})")
+    from markitdown import StreamInfo
+
+    if fmt == "pdf":
+        _pdf_check(data)
+    else:
+        _zip_checked(data, fmt.upper())
+    try:
+        result = _markitdown().convert_stream(io.BytesIO(data), stream_info=StreamInfo(extension=f".{fmt}"))
+    except Exception as exc:  # noqa: BLE001 - markitdown and its parsers raise many types; each is a skip
+        raise _Skip(f"{fmt.upper()} conversion failed ({type(exc).__name__}: {str(exc).strip()[:200]})") from None
+    text = str(result.markdown or "")
+    pages: tuple[int, ...] = ()
+    title = result.title
+    if fmt == "pdf":
+        if "\f" in text:  # pdfminer separates pages with form feeds: keep offsets, drop the character
+            pages = (0, *(m.end() for m in re.finditer("\f", text) if m.end() < len(text)))
+            text = text.replace("\f", "\n")
+        title = title or _pdf_title(data)
+        if not text.strip():
+            raise _Skip("a PDF without a text layer (scanned pages?); OCR it first")
+    else:
+        title = title or _core_title(data)
+    if fmt == "pptx":  # markitdown marks slides with comments: slide offsets are the pages
+        parts = _SLIDE.split(text)
+        text, starts = "", []
+        for part in parts[1:] if len(parts) > 1 else parts:
+            starts.append(len(text))
+            text += part.strip("\n") + "\n\n"
+        pages = tuple(starts) if len(parts) > 1 else ()
+    return text, title, pages
+
+
+def _convert(data: bytes, fmt: str, encoding: str) -> Converted:
+    if fmt in ("md", "txt"):
+        return Converted(_check_prose(_decode(data, encoding)), fmt)
+    if fmt == "html":
+        if b"\x00" in data[:65536]:
+            raise _Skip("binary (NUL bytes in an HTML file)")
+        text, title = _html(data)
+        return Converted(_check_prose(text), fmt, f"bs4 {_version('beautifulsoup4')}/markdownify {_version('markdownify')}", title)
+    text, title, pages = _document(data, fmt)
+    return Converted(_check_prose(text), fmt, f"markitdown {_version('markitdown')}", title, pages)
+
+
+_RECENT: dict[tuple[Any, ...], Converted] = {}
+_RECENT_SIZE = 2
+"""Conversions kept per process: a batch starts with the file the previous batch ended with."""
+
+
+def read_file(path: str, name: str, encoding: str = "utf-8") -> Converted | Skipped:
+    """Read and convert one file, or say why it is skipped.
+
+    The last two conversions are kept per process, keyed by the file's identity, size and
+    modification times, so that consecutive batches sharing a long file convert it once.
+
+    Args:
+        path: The file to read.
+        name: Its name or relative path (decides the format: see :func:`format_of`).
+        encoding: The encoding of plain text and Markdown files.
+
+    Returns:
+        The converted text, or the reason the file is left out (binary, invalid text, too
+        large, a decompression bomb, a symlink loop, changed while read, a PDF without text,
+        an encrypted PDF, a missing converter, ...).
+    """
+    try:
+        info = os.stat(path)
+        key: tuple[Any, ...] | None = (path, name, encoding, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    except OSError:
+        key = None
+    if key is not None and key in _RECENT:
+        return _RECENT[key]
+    fmt, gzipped = format_of(name)
+    try:
+        data = _read_bytes(path)
+        if gzipped:
+            data = _gunzip(data)
+        converted = _convert(data, fmt, encoding)
+    except _Skip as skip:
+        return Skipped(str(skip))
+    if gzipped:
+        converted = Converted(converted.text, converted.format, "+".join(filter(None, ("gzip", converted.converter))), converted.title, converted.page_starts)
+    if key is not None:
+        while len(_RECENT) >= _RECENT_SIZE:
+            del _RECENT[next(iter(_RECENT))]
+        _RECENT[key] = converted
+    return converted

@@ -1,0 +1,283 @@
+"""File formats in, every file accounted for (issue 23, items 3-4).
+
+Real files of every supported format (made here: gzip by :mod:`gzip`, HTML text, PDF, DOCX and
+PPTX by tests/document_files.py), a real Chroma server, real Flux executions, the real CLI
+and the real default model. Bad input is real too: a sparse 200 MB file, a gzip bomb, a
+symlink loop, a FIFO, a file rewritten while it is read.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from document_files import make_docx, make_pdf, make_pptx
+
+from flux_chroma.ingest import run_ingest
+from flux_chroma.ingest.convert import Converted, Skipped, default_globs, read_file
+from flux_chroma.ingest.plan import build_plan, iter_chunks, read_batch
+from flux_chroma.ingest.spec import IngestJob
+
+HANG_GUARD = 300  # seconds; only stops a broken test from hanging
+TESTS = Path(__file__).parent
+
+HTML = """<!DOCTYPE html><html><head><title>Pump Manual</title>
+<style>body {visibility: visible} ul.no-bullet {list-style: none}</style>
+<script>trackVisitor("secret-tracker")</script></head>
+<body lang="en"><div class="nav-panel"><p>Next: Install, Previous: Top</p></div>
+<nav><a href="index.html">Home</a> | <a href="toc.html">Contents</a></nav>
+<main><h1>Priming the pump</h1><p>Open the <a href="valve.html">bleed valve</a> and fill the chamber with water.</p>
+<ul><li>Close the valve</li><li>Start the motor</li></ul></main>
+<footer role="contentinfo">Copyright boilerplate footer</footer></body></html>"""
+
+
+def make_corpus(root: Path) -> Path:
+    """One file of every supported format, in nested folders."""
+    (root / "guide" / "setup").mkdir(parents=True)
+    (root / "guide" / "setup" / "offline.md").write_text("# Offline install\n\nCopy the wheel to the air-gapped host.\n", encoding="utf-8")
+    (root / "notes.txt").write_text("Plain notes about the quarterly audit.\n", encoding="utf-8")
+    (root / "README").write_text("This package ships the pump controller firmware.\n", encoding="utf-8")
+    (root / "guide" / "README.Debian").write_text("Debian packaging notes for the pump controller.\n", encoding="utf-8")
+    (root / "guide" / "changelog.Debian.gz").write_bytes(gzip.compress(b"pump (1.2-1) unstable; urgency=low\n\n  * Fix the priming timeout.\n"))
+    (root / "guide" / "manual.html").write_text(HTML, encoding="utf-8")
+    (root / "guide" / "api.html.gz").write_bytes(gzip.compress(b"<html><head><title>API</title></head><body><p>The flow endpoint returns litres per minute.</p></body></html>"))
+    make_pdf(root / "guide" / "race.pdf", [["The tortoise started the race early."], ["The hare slept under a tree on page two."]], title="Race Notes")
+    make_docx(root / "handbook.docx", "Staff Handbook", [("Heading1", "Leave"), ("", "Employees take twenty days of leave."), ("Heading2", "Sick leave"), ("", "Call the office before nine.")])
+    make_pptx(root / "deck.pptx", "Roadmap Deck", [("Roadmap", "Ship the converter in the third quarter"), ("Risks", "Scanned documents carry no text")])
+    (root / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))  # matches no default glob
+    return root
+
+
+def job_for(tenant: str, folder: Path, **source: Any) -> dict[str, Any]:
+    return {"tenant": tenant, "collection": "formats", "sources": [{"kind": "files", "path": str(folder), **source}], "cleanup": "full"}
+
+
+def records(raw_client: Any, tenant: str, **get: Any) -> dict[str, tuple[str, dict[str, Any]]]:
+    got = raw_client.get_collection(f"{tenant}__formats").get(include=["documents", "metadatas"], **get)
+    return {rid: (doc, meta) for rid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=True)}
+
+
+def by_path(recs: dict[str, tuple[str, dict[str, Any]]]) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+    out: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for doc, meta in recs.values():
+        out.setdefault(meta["path"], []).append((doc, meta))
+    return out
+
+
+# --------------------------------------------------------------------------- formats
+
+
+def test_every_format_is_ingested_as_text_with_its_metadata(tmp_path: Path, tenant: str, url: str, raw_client: Any) -> None:
+    folder = make_corpus(tmp_path / "docs")
+    ctx = run_ingest(job_for(tenant, folder))
+    assert ctx.has_succeeded, ctx.output
+    report = ctx.output
+    assert report["skipped_file_count"] == 0 and report["skipped_files"] == []
+    assert report["unmatched_files"] == 1  # image.png
+    files = by_path(records(raw_client, tenant))
+    assert sorted(files) == sorted(
+        ["README", "deck.pptx", "guide/README.Debian", "guide/api.html.gz", "guide/changelog.Debian.gz", "guide/manual.html",
+         "guide/race.pdf", "guide/setup/offline.md", "handbook.docx", "notes.txt"]
+    )  # fmt: skip
+    fmt = {path: chunks[0][1]["fc_format"] for path, chunks in files.items()}
+    assert fmt == {
+        "README": "txt", "deck.pptx": "pptx", "guide/README.Debian": "txt", "guide/api.html.gz": "html",
+        "guide/changelog.Debian.gz": "txt", "guide/manual.html": "html", "guide/race.pdf": "pdf",
+        "guide/setup/offline.md": "md", "handbook.docx": "docx", "notes.txt": "txt",
+    }  # fmt: skip
+    html = " ".join(doc for doc, _ in files["guide/manual.html"])
+    assert "Priming the pump" in html and "bleed valve" in html and "Start the motor" in html
+    for noise in ("<", "visibility", "secret-tracker", "Previous: Top", "Contents", "boilerplate", "valve.html"):
+        assert noise not in html, noise
+    meta = files["guide/manual.html"][0][1]
+    assert meta["fc_title"] == "Pump Manual" and meta["fc_dir"] == "guide" and meta["fc_dirs"] == ["guide"]
+    assert meta["fc_conv"].startswith("bs4 ")
+    assert files["guide/api.html.gz"][0][1]["fc_conv"].startswith("gzip+bs4 ")
+    assert files["guide/changelog.Debian.gz"][0][1]["fc_conv"] == "gzip"
+    assert "priming timeout" in files["guide/changelog.Debian.gz"][0][0]
+    assert "fc_dirs" not in files["README"][0][1] and files["README"][0][1]["fc_dir"] == ""
+    assert files["guide/setup/offline.md"][0][1]["fc_dirs"] == ["guide", "guide/setup"]
+    pdf = sorted(files["guide/race.pdf"], key=lambda c: c[1]["fc_start"])
+    assert pdf[0][1]["fc_title"] == "Race Notes" and pdf[0][1]["fc_conv"].startswith("markitdown ")
+    assert "tortoise" in " ".join(d for d, _ in pdf) and "hare" in " ".join(d for d, _ in pdf)
+    assert files["handbook.docx"][0][1]["fc_title"] == "Staff Handbook"
+    assert "twenty days of leave" in " ".join(d for d, _ in files["handbook.docx"])
+    deck = " ".join(d for d, _ in files["deck.pptx"])
+    assert files["deck.pptx"][0][1]["fc_title"] == "Roadmap Deck" and "third quarter" in deck and "Slide number" not in deck
+    # the prefix filter on list metadata, on the real server (chromadb 1.5: $contains on a list)
+    under = by_path(records(raw_client, tenant, where={"fc_dirs": {"$contains": "guide/setup"}}))
+    assert sorted(under) == ["guide/setup/offline.md"]
+    assert len(by_path(records(raw_client, tenant, where={"fc_dirs": {"$contains": "guide"}}))) == 6
+
+
+def test_pdf_pages_and_slides_give_page_offsets(tmp_path: Path) -> None:
+    pdf = read_file(str(make_pdf(tmp_path / "p.pdf", [["first page words"], ["second page words"], ["third page words"]])), "p.pdf")
+    assert isinstance(pdf, Converted) and len(pdf.page_starts) == 3 and "\f" not in pdf.text
+    assert [pdf.text[i:].split("\n")[0] for i in pdf.page_starts] == ["first page words", "second page words", "third page words"]
+    deck = read_file(str(make_pptx(tmp_path / "d.pptx", "D", [("One", "alpha"), ("Two", "beta")])), "d.pptx")
+    assert isinstance(deck, Converted) and [deck.text[i:].split("\n")[0] for i in deck.page_starts] == ["# One", "# Two"]
+
+
+def test_the_documents_extra_converts_offline(tmp_path: Path) -> None:
+    """PDF, DOCX and PPTX convert in a process that has no network at all (a new network namespace)."""
+    folder = make_corpus(tmp_path / "docs")
+    script = (
+        "import json, sys; from flux_chroma.ingest.convert import read_file\n"
+        "out = {n: type(read_file(sys.argv[1] + '/' + n, n)).__name__ for n in ('guide/race.pdf', 'handbook.docx', 'deck.pptx', 'guide/manual.html')}\n"
+        "print(json.dumps(out))"
+    )
+    done = subprocess.run(["unshare", "--net", sys.executable, "-c", script, str(folder)], capture_output=True, text=True, timeout=HANG_GUARD, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"guide/race.pdf": "Converted", "handbook.docx": "Converted", "deck.pptx": "Converted", "guide/manual.html": "Converted"}
+
+
+def test_without_the_extra_a_pdf_is_a_named_skip_with_the_install_command(tmp_path: Path) -> None:
+    folder = make_corpus(tmp_path / "docs")
+    script = (
+        "import json, sys\n"
+        "for name in ('markitdown', 'pdfminer', 'mammoth', 'pptx'): sys.modules[name] = None  # not installed\n"
+        "from flux_chroma.ingest.convert import default_globs, read_file\n"
+        "print(json.dumps([read_file(sys.argv[1] + '/guide/race.pdf', 'race.pdf').reason, default_globs()]))"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(folder)], capture_output=True, text=True, timeout=HANG_GUARD, check=False)
+    assert done.returncode == 0, done.stderr
+    reason, globs = json.loads(done.stdout)
+    assert 'pip install "flux-chroma[documents]"' in reason
+    assert "**/*.pdf" not in globs and "**/*.html" in globs
+    assert "**/*.pdf" in default_globs()  # here the extra is installed
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def _changing(path: Path) -> subprocess.Popen[bytes]:
+    """A process that rewrites the first bytes of ``path`` in place, without pause, until killed."""
+    code = "import os, sys\nfd = os.open(sys.argv[1], os.O_WRONLY)\nwhile True:\n    os.pwrite(fd, os.urandom(8).hex().encode(), 0)\n"
+    return subprocess.Popen([sys.executable, "-c", code, str(path)])
+
+
+def make_bad_files(root: Path) -> dict[str, str]:
+    """Files that cannot be ingested -> a phrase their skip reason must contain."""
+    root.mkdir(parents=True)
+    (root / "good.md").write_text("# Good\n\nThis file is fine.\n", encoding="utf-8")
+    (root / "long-line.txt").write_bytes(b"x" * 1_000_000 + b"\n")
+    with open(root / "huge.txt", "wb") as handle:  # 200 MB, sparse: costs no disk
+        handle.truncate(200 * 1024 * 1024)
+    with open(root / "bomb.txt.gz", "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb") as bomb:
+        block = b"\n" * (1024 * 1024)
+        for _ in range(80):  # expands to 80 MiB from about 80 KB
+            bomb.write(block)
+    os.symlink("loop-b.md", root / "loop-a.md")
+    os.symlink("loop-a.md", root / "loop-b.md")
+    os.symlink("nowhere.md", root / "dangling.md")
+    os.mkfifo(root / "pipe.md")  # opening it for reading would block forever
+    (root / "latin1.txt").write_bytes("caf\xe9 cr\xe8me".encode("latin-1"))
+    (root / "binary.txt").write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)))
+    (root / "truncated.md.gz").write_bytes(gzip.compress(b"# cut short\n" * 100)[:40])
+    make_pdf(root / "scan.pdf", [["a", "b", "c"]], text_layer=False)
+    make_pdf(root / "locked.pdf", [["secret"]], locked=True)
+    (root / "fake.docx").write_bytes(b"this is not a zip archive")
+    return {
+        "long-line.txt": "run of 1,000,000 characters without whitespace",
+        "huge.txt": "too large: 200.0 MiB",
+        "bomb.txt.gz": "decompression bomb",
+        "loop-a.md": "symlink loop",
+        "loop-b.md": "symlink loop",
+        "dangling.md": "broken symlink",
+        "pipe.md": "not a regular file",
+        "latin1.txt": "not valid utf-8",
+        "binary.txt": "binary",
+        "truncated.md.gz": "not a valid gzip file",
+        "scan.pdf": "without a text layer",
+        "locked.pdf": "encrypted PDF",
+        "fake.docx": "not a valid DOCX file",
+    }
+
+
+def test_bad_files_are_named_skips_and_the_rest_is_planned(tmp_path: Path) -> None:
+    expected = make_bad_files(tmp_path / "bad")
+    started = time.monotonic()
+    plan = build_plan(job_for("acme", tmp_path / "bad"))
+    reasons = {item["path"]: item["reason"] for item in plan["skipped_files"]}
+    assert sorted(reasons) == sorted(expected)
+    for name, phrase in expected.items():
+        assert phrase in reasons[name], (name, reasons[name])
+    assert plan["skipped_file_count"] == len(expected) and plan["sources"][0]["skipped_files"] == len(expected)
+    assert plan["docs"] == 1 and plan["chunks"] == 1
+    assert time.monotonic() - started < HANG_GUARD
+
+
+def test_a_file_rewritten_while_it_is_read_is_skipped(tmp_path: Path) -> None:
+    target = tmp_path / "live.txt"
+    target.write_bytes(b"word " * (8 * 1024 * 1024))  # 40 MiB: reading it takes a while
+    writer = _changing(target)
+    try:
+        time.sleep(0.5)  # let the writer start
+        results = [read_file(str(target), "live.txt") for _ in range(5)]
+    finally:
+        writer.kill()
+        writer.wait()
+    assert any(isinstance(r, Skipped) and "changed while it was read" in r.reason for r in results), results
+    assert all(isinstance(r, Skipped) and "changed while it was read" in r.reason or isinstance(r, Converted) for r in results)
+
+
+def test_a_skip_decided_at_plan_time_is_replayed_by_the_batch(tmp_path: Path) -> None:
+    """A file skipped by the plan stays skipped when a batch re-reads its slice, even once it is fixed."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name in ("a.md", "c.md"):
+        (folder / name).write_text(f"# {name}\n\nText of {name}.\n", encoding="utf-8")
+    (folder / "b.md").write_bytes(b"caf\xe9")  # invalid UTF-8 between the two
+    job = IngestJob.from_dict(job_for("acme", folder))
+    plan = build_plan(job)
+    assert [s["path"] for s in plan["skipped_files"]] == ["b.md"]
+    (ref,) = plan["batches"]
+    assert ref["exclude"] == [1]
+    (folder / "b.md").write_text("# b.md\n\nNow valid.\n", encoding="utf-8")  # fixed after the plan
+    assert [c.metadata["path"] for c in read_batch(job, ref)] == ["a.md", "c.md"]  # same digest, b.md unread
+    assert [c.metadata["path"] for _, c in iter_chunks(job)] == ["a.md", "b.md", "c.md"]  # the next plan takes it
+
+
+# --------------------------------------------------------------------------- the CLI
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "flux_chroma.cli", *args], check=False, capture_output=True, text=True, env=dict(os.environ), timeout=HANG_GUARD)
+
+
+def test_cli_names_skipped_files_and_exits_5(tmp_path: Path, tenant: str, url: str, raw_client: Any) -> None:
+    folder = make_corpus(tmp_path / "docs")
+    (folder / "guide" / "broken.txt").write_bytes(b"\xff\xfe\x00binary")
+    (folder / "guide" / "old.html").write_text("<html><body>superseded page</body></html>", encoding="utf-8")
+    done = cli("ingest", str(folder), "--collection", "formats", "--tenant", tenant, "--exclude", "**/old.html", "--url", url)
+    assert done.returncode == 5, done.stderr
+    assert "skipped guide/broken.txt" in done.stderr and "binary" in done.stderr
+    assert "1 file skipped, 1 matched no glob, 1 excluded" in done.stdout
+    paths = {meta["path"] for _, meta in records(raw_client, tenant).values()}
+    assert "guide/old.html" not in paths and "guide/broken.txt" not in paths and "guide/race.pdf" in paths
+    as_json = cli("ingest", str(folder), "--collection", "formats", "--tenant", tenant, "--exclude", "**/old.html", "--url", url, "--json")
+    assert as_json.returncode == 5, as_json.stderr
+    report = json.loads(as_json.stdout)
+    assert report["skipped_files"] == [{"source": report["sources"][0]["id"], "path": "guide/broken.txt", "reason": report["skipped_files"][0]["reason"]}]
+    assert report["skipped_file_count"] == 1 and report["unmatched_files"] == 1 and report["excluded_files"] == 1
+    (folder / "guide" / "broken.txt").unlink()
+    clean = cli("ingest", str(folder), "--collection", "formats", "--tenant", tenant, "--exclude", "**/old.html", "--url", url)
+    assert clean.returncode == 0, clean.stderr
+    assert "skipped guide/" not in clean.stderr and "file skipped" not in clean.stdout
+
+
+@pytest.mark.parametrize("name", ["README", "NEWS.Debian.gz", "COPYING", "copyright", "changelog.gz", "TODO.Debian", "LICENSE.txt"])
+def test_default_globs_take_extension_less_names(tmp_path: Path, name: str) -> None:
+    folder = tmp_path / "pkg"
+    folder.mkdir()
+    data = f"Text of {name}.\n".encode()
+    (folder / name).write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    plan = build_plan(job_for("acme", folder))
+    assert plan["docs"] == 1 and plan["unmatched_files"] == 0 and plan["skipped_file_count"] == 0
