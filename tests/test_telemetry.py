@@ -129,3 +129,16 @@ def test_an_otlp_endpoint_that_is_down_leaves_ingestion_unaffected(url: str, tmp
     report = result["output"]
     assert report["added"] == report["chunks"] == report["verified"] > 0 and report["failed"] == 0
     assert {"flux.task.execute", "flux_chroma.task", "flux_chroma.ingest.batch"} <= set(result["span_names"])
+
+
+def test_the_grafana_dashboard_charts_every_metric_and_only_real_ones() -> None:
+    import re
+
+    from flux_chroma.telemetry import METRICS
+
+    dashboard = json.loads((HERE.parent / "examples" / "grafana" / "flux-chroma-dashboard.json").read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    named = {re.sub(r"_bucket$", "", m) for e in exprs for m in re.findall(r"flux_chroma_[a-z_]+", e)}
+    assert named == set(METRICS)
+    labels = {lbl for e in exprs for lbl in re.findall(r"by \(([^)]*)\)", e) for lbl in lbl.replace(" ", "").split(",")}
+    assert labels <= {"tenant", "collection", "error_type", "le"}
