@@ -281,3 +281,18 @@ def test_default_globs_take_extension_less_names(tmp_path: Path, name: str) -> N
     (folder / name).write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
     plan = build_plan(job_for("acme", folder))
     assert plan["docs"] == 1 and plan["unmatched_files"] == 0 and plan["skipped_file_count"] == 0
+
+
+def test_the_file_format_examples_of_ingestion_md_run_and_print_what_they_say() -> None:
+    """Each ``print(...)  # expected`` line of the file-formats section prints ``expected``."""
+    import re
+
+    page = (TESTS.parent / "docs" / "ingestion.md").read_text(encoding="utf-8")
+    section = page[page.index("## File formats") : page.index("## Chunks and ids")]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    assert len(blocks) == 2
+    for block in blocks:
+        expected = [line.rsplit("   # ", 1)[1] for line in block.splitlines() if line.startswith("print(")]
+        done = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True, timeout=HANG_GUARD, check=False)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines() == expected
