@@ -15,11 +15,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+import toy_embeddings  # noqa: F401 - registers "toy", a function that declares no tokenizer
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.utils.embedding_functions import register_embedding_function
 from ingest_workflows import assert_stored_exactly
-
-import toy_embeddings  # noqa: F401 - registers "toy", a function that declares no tokenizer
 
 from flux_chroma.errors import ConfigurationError
 from flux_chroma.ingest import IngestJob, run_ingest
@@ -125,7 +124,7 @@ def test_chunk_metadata_carries_offsets_heading_and_page() -> None:
         assert meta["path"] == "guide.md"
         expected_page = 1 + sum(1 for p in pages[1:] if p <= meta["fc_start"])
         assert meta["fc_page"] == expected_page
-    usage = [c for c in chunks if "Call the task" in c.text][0]
+    usage = next(c for c in chunks if "Call the task" in c.text)
     assert usage.metadata["fc_heading"] == "Guide > Usage" and usage.metadata["fc_page"] == 3
     no_pages = chunks_of(Unit("docs/a.txt", "plain words " * 5, {"path": "a.txt"}), job)
     assert "fc_page" not in no_pages[0].metadata and "fc_heading" not in no_pages[0].metadata
@@ -177,7 +176,7 @@ class SmallWindowEmbedding(EmbeddingFunction[Documents]):
 
 
 def test_a_declared_tokenizer_sizes_chunks_and_silence_falls_back_to_characters(tmp_path: Path) -> None:
-    path, text = real_text_files(every=50)[1]
+    _path, text = real_text_files(every=50)[1]
     (tmp_path / "doc.txt").write_text(text)
     base = {"tenant": "acme", "collection": "docs", "sources": [{"kind": "files", "path": str(tmp_path)}]}
     declared = IngestJob.from_dict({**base, "embedding_function": {"name": "small-window-test"}})
@@ -201,7 +200,7 @@ def test_changing_the_chunk_size_rechunks_and_cleanup_removes_the_old_chunks(
     root = tmp_path / "kb"
     root.mkdir()
     (root / "guide.md").write_text(MARKDOWN * 3)
-    (path, text) = real_text_files(every=50)[2]
+    (_path, text) = real_text_files(every=50)[2]
     (root / "notes.txt").write_text(text[:6000])
     first_job = _job(tenant, root, {"size": 120})
     first = run_ingest(first_job)
