@@ -52,6 +52,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--every", type=int, default=10, help="keep every N-th file (default 10)")
     parser.add_argument("--questions", type=int, default=200)
+    parser.add_argument("--ratio", action="store_true", help="only print characters per token of the old chunks")
     parser.add_argument("--sizes", default="128,200,254", help="token sizes to compare with the old chunker")
     args = parser.parse_args()
 
@@ -61,6 +62,14 @@ def main() -> int:
 
     sizes = [int(n) for n in args.sizes.split(",") if n]
     docs = corpus(args.every)
+    if args.ratio:
+        old = chunker_for(ChunkingOptions(unit="chars", size=1000, overlap=100), None)
+        texts = [p.text for _, text in docs for p in old.pieces(text, markdown=False)]
+        assert old.tokens is not None
+        ratio = np.array([len(t) for t in texts]) / np.maximum(np.array(old.tokens.counts(texts)) - old.tokens.specials, 1)
+        print(f"{len(texts)} chunks: characters per token median {np.median(ratio):.2f}, 1st percentile "
+              f"{np.percentile(ratio, 1):.2f}, least {ratio.min():.2f}")
+        return 0
     sentences = sorted({norm(m.group(0)) for _, text in docs for m in SENTENCE.finditer(text)})
     questions = random.Random(0).sample(sentences, min(args.questions, len(sentences)))
     print(f"corpus: {len(docs)} files, {sum(len(t) for _, t in docs):,} characters; {len(questions)} questions", flush=True)
