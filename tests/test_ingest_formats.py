@@ -296,3 +296,28 @@ def test_the_file_format_examples_of_ingestion_md_run_and_print_what_they_say() 
         done = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True, timeout=HANG_GUARD, check=False)
         assert done.returncode == 0, done.stderr
         assert done.stdout.splitlines() == expected
+
+
+@pytest.mark.parametrize(
+    ("source", "match"),
+    [
+        ({"exclude": "/etc/*"}, "exclude .* must stay inside"),
+        ({"exclude": ["../x"]}, "exclude .* must stay inside"),
+        ({"exclude": [3]}, "exclude must be a pattern or a list of patterns"),
+        ({"glob": []}, "glob must be a pattern or a list of patterns"),
+    ],
+    ids=["absolute-exclude", "dotdot-exclude", "non-string-exclude", "empty-glob"],
+)
+def test_bad_patterns_are_configuration_errors(tmp_path: Path, source: dict[str, Any], match: str) -> None:
+    from flux_chroma.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match=match):
+        IngestJob.from_dict(job_for("acme", tmp_path, **source))
+
+
+def test_a_single_named_file_counts_no_unmatched_neighbours(tmp_path: Path) -> None:
+    for name in ("a.md", "b.md", "c.bin"):
+        (tmp_path / name).write_text(f"text of {name}\n", encoding="utf-8")
+    plan = build_plan(job_for("acme", tmp_path, glob=["a.md"]))
+    assert plan["docs"] == 1 and plan["unmatched_files"] == 0
+    assert build_plan(job_for("acme", tmp_path, glob=["*.md"]))["unmatched_files"] == 1

@@ -278,7 +278,8 @@ class FileCensus:
     Args:
         matched: Relative paths matching a ``glob`` and no ``exclude`` pattern, sorted (the
             listing cursors index).
-        unmatched: How many files match no ``glob`` pattern.
+        unmatched: How many files match no ``glob`` pattern (0 when every pattern names a
+            file without wildcards).
         excluded: How many files match a ``glob`` and an ``exclude`` pattern.
     """
 
@@ -346,6 +347,8 @@ def file_census(src: Mapping[str, Any]) -> FileCensus:
             else:
                 matched.append(rel)
     matched.extend(rel for rel in unreadable if not exclude(rel))
+    if not any(char in p for p in src["glob"] for char in "*?["):
+        unmatched = 0  # named files (one file on the command line): their neighbours were never candidates
     return FileCensus(sorted(matched), unmatched, excluded)
 
 
