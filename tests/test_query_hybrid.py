@@ -192,4 +192,6 @@ def test_probes_escape_the_question_and_put_identifiers_first() -> None:
     assert [p.kind for p in found][:2] == ["quoted", "phrase"]
     assert [p.term for p in found if p.kind == "identifier"][:3] == ["libfoo-2.1", "--no-cache", "ExecStart"]
     assert probes("the of and to is it") == []
+    sentence = "On Debian systems, the complete text of the GNU General Public License version 2 can be found in /usr/share."
+    assert len(sentence) > 100 and probes(sentence)[0].kind == "phrase"  # a pasted sentence is a phrase probe
     assert escape_regex("a+b (c)  d.*") == r"a\+b\s+\(c\)\s+d\.\*"

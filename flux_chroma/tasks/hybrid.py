@@ -13,7 +13,8 @@ vectors are Chroma Cloud only in 1.5), but it does keep a full-text index behind
    whose text contains the probe (``where_document``): a ranked list of the records holding
    that term, nearest first. The unrestricted query is the dense list.
 3. :func:`fuse` ranks the union by weighted reciprocal rank fusion (RRF, k=60): a record
-   found by a specific probe rises even when the dense list missed it.
+   found by a specific probe rises even when the dense list missed it. Records that contain
+   the question itself (or a quoted part of it) word for word come first.
 
 No second index exists outside the server, so there is nothing to keep in sync.
 
@@ -157,7 +158,8 @@ def probes(question: str, *, limit: int = MAX_PROBES) -> list[Probe]:
 
     def add(term: str, clause: dict[str, Any], weight: float, kind: str) -> None:
         key = term.lower()
-        if len(out) < limit and key not in seen and 2 <= len(term) <= _MAX_TERM:
+        longest = MAX_PHRASE if kind in ("quoted", "phrase") else _MAX_TERM
+        if len(out) < limit and key not in seen and 2 <= len(term) <= longest:
             seen.add(key)
             out.append(Probe(term, clause, weight, kind))
 
@@ -178,24 +180,35 @@ def probes(question: str, *, limit: int = MAX_PROBES) -> list[Probe]:
     return out
 
 
-def fuse(lists: Sequence[tuple[Sequence[str], float]], *, full: Sequence[bool] | None = None) -> list[str]:
+def fuse(
+    lists: Sequence[tuple[Sequence[str], float]],
+    *,
+    full: Sequence[bool] | None = None,
+    exact: Sequence[bool] | None = None,
+) -> list[str]:
     """Rank ids by weighted reciprocal rank fusion.
 
     Args:
         lists: ``(ids nearest first, weight)`` per ranked list; the dense list first.
         full: Per list, whether it came back full (its probe matched at least as many
-            records as were asked for, so it is not specific); such a probe counts half.
+            records as were asked for, so the term is common); such a probe counts a quarter:
+            its list mostly repeats the dense order.
+        exact: Per list, whether it holds the records that contain the question itself or a
+            quoted part of it; those records come first (in fused order), the rest after.
 
     Returns:
         The ids, best first; ties keep the order of first appearance (dense first).
     """
     scores: dict[str, float] = {}
+    promoted: set[str] = set()
     for index, (ids, weight) in enumerate(lists):
-        w = weight * (0.5 if full is not None and index > 0 and full[index] else 1.0)
+        w = weight * (0.25 if full is not None and index > 0 and full[index] else 1.0)
         for rank, rid in enumerate(ids, start=1):
             scores[rid] = scores.get(rid, 0.0) + w / (RRF_K + rank)
+        if exact is not None and exact[index]:
+            promoted.update(ids)
     order = {rid: i for i, rid in enumerate(scores)}
-    return sorted(scores, key=lambda rid: (-scores[rid], order[rid]))
+    return sorted(scores, key=lambda rid: (rid not in promoted, -scores[rid], order[rid]))
 
 
 def text_key(hit: Hit) -> str:

@@ -90,7 +90,7 @@ class _Search:
         return _hits(dict(result), 0)
 
     def hybrid(self, question: str, vector: Any, n: int, pool: ThreadPoolExecutor) -> tuple[list[Hit], bool]:
-        found = hybrid.probes(question)
+        found = hybrid.probes(question, limit=hybrid.MAX_PROBES)
         futures = [pool.submit(self.probe, vector, p.clause, n) for p in found]
         lists = [self.dense([vector], n)[0]] + [f.result() for f in futures]
         by_id: dict[str, Hit] = {}
@@ -101,6 +101,7 @@ class _Search:
         order = hybrid.fuse(
             [([h["id"] for h in hits], w) for hits, w in zip(lists, weights, strict=True)],
             full=[len(hits) >= n for hits in lists],
+            exact=[False] + [p.kind in ("quoted", "phrase") for p in found],
         )
         return [by_id[rid] for rid in order], len(lists[0]) >= n
 

@@ -1,0 +1,220 @@
+"""Retrieval quality and latency of ``query``: dense vs hybrid, distinct results on vs off.
+
+Measured on documentation the project did not write: the ``copyright``, ``README*``,
+``AUTHORS*`` and ``TODO*`` files under ``/usr/share/doc`` (gzipped ones decompressed), one
+record per file, ingested with the ingestion job. Three steps, each re-runnable::
+
+    .venv/bin/python -m bench.retrieval corpus usrdoc.jsonl
+    flux-chroma ingest usrdoc.jsonl -c usrdoc --tenant bench --chunk-unit chars \\
+        --chunk-size 1000 --chunk-overlap 100
+    .venv/bin/python -m bench.retrieval measure -c usrdoc --tenant bench
+
+``measure`` prints, for ``mode="dense"`` and ``mode="hybrid"``:
+
+* known-item recall@5: ``--sample`` sentences (8-40 words, seeded) taken from the stored
+  chunks and asked back word for word; found when a top-5 hit contains the sentence;
+* natural-question recall@5: the hand-written questions below, each with the package folder(s)
+  that answer it; found when a top-5 hit's path is in one of them;
+* query latency p50/p95 over all those questions (the embedding included, and without it),
+  and the cost of distinct results (dense, ``distinct=True`` vs ``False``).
+
+The server comes from ``--url`` / ``FLUX_CHROMA_URL``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import random
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["NATURAL", "build_corpus", "main", "measure"]
+
+_ROOT = Path("/usr/share/doc")
+_KINDS = ("copyright", "readme", "authors", "todo")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+
+NATURAL: list[tuple[str, tuple[str, ...]]] = [
+    ("which library implements the GNU cryptographic functions?", ("libgcrypt20",)),
+    ("command-line JSON processor", ("jq",)),
+    ("how do I add a new user account to the system?", ("adduser",)),
+    ("arbitrary precision calculator language", ("bc",)),
+    ("tool to browse C source code interactively", ("cscope",)),
+    ("who wrote the GNU core utilities?", ("coreutils",)),
+    ("message bus for communication between applications", ("dbus", "dbus-bin", "dbus-daemon", "libdbus-1-3")),
+    ("the Debian package manager", ("dpkg", "apt")),
+    ("ext2 ext3 ext4 file system utilities", ("e2fsprogs",)),
+    ("line-oriented text editor", ("ed",)),
+    ("run commands in an environment faking root privileges", ("fakeroot", "libfakeroot")),
+    ("find files by name in a directory hierarchy", ("findutils",)),
+    ("search text using patterns", ("grep",)),
+    ("compress files with the deflate algorithm", ("gzip",)),
+    ("GNU privacy guard encryption and signing", ("gnupg", "gpg-agent", "dirmngr")),
+    ("debugger for programs written in C", ("gdb",)),
+    ("internationalization of program messages", ("gettext", "liblocale-gettext-perl")),
+    ("distributed version control system", ("git", "git-man")),
+    ("typesetting system that formats man pages", ("groff-base",)),
+    ("multiple precision arithmetic library for integers", ("libgmp-dev", "libgmp10")),
+    ("library for reading and writing PNG images", ("libpng16-16",)),
+    ("JPEG image compression library", ("libjpeg-dev", "libjpeg62-turbo-dev")),
+    ("XML parser library written in C", ("libxml2", "libexpat1", "libexpat1-dev")),
+    ("library for font rendering", ("libfreetype6", "fontconfig")),
+    ("pluggable authentication modules", ("libpam0g",)),
+    ("Kerberos network authentication", ("libkrb5-3",)),
+    ("lossless compression with the LZMA algorithm", ("liblzma5", "liblzma-dev")),
+    ("SQL database engine in a library", ("libsqlite3-0",)),
+    ("unicode bidirectional algorithm implementation", ("libfribidi0",)),
+    ("networking library for SSH2 protocol", ("libssh2-1",)),
+]
+
+
+def _read(path: Path) -> str | None:
+    try:
+        if path.name.endswith(".gz"):
+            with gzip.open(path, "rt", encoding="utf-8") as handle:
+                return handle.read()
+        return path.read_text(encoding="utf-8")
+    except (UnicodeDecodeError, OSError, EOFError):
+        return None
+
+
+def build_corpus(out: Path) -> int:
+    """Write the corpus as JSONL (``{"id", "text", "metadata": {"path"}}``); return the records."""
+    count = 0
+    with out.open("w", encoding="utf-8") as handle:
+        for path in sorted(_ROOT.rglob("*")):
+            if not path.is_file() or path.is_symlink() or path.stat().st_size > 300_000:
+                continue
+            if path.name.split(".")[0].lower() not in _KINDS:
+                continue
+            text = _read(path)
+            if text and text.strip():
+                rel = str(path.relative_to(_ROOT))
+                handle.write(json.dumps({"id": rel, "text": text, "metadata": {"path": rel}}) + "\n")
+                count += 1
+    return count
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _stored(collection: Any) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    offset = 0
+    while True:
+        page = collection.get(limit=2000, offset=offset, include=["documents", "metadatas"])
+        if not page["ids"]:
+            return out
+        for rid, doc, meta in zip(page["ids"], page["documents"], page["metadatas"], strict=True):
+            out.append({"id": rid, "text": doc or "", "path": (meta or {}).get("path", "")})
+        offset += len(page["ids"])
+
+
+def _sentences(records: list[dict[str, Any]], sample: int, seed: int) -> list[str]:
+    pool: set[str] = set()
+    for record in records:
+        for sentence in _SENTENCE.split(_norm(record["text"])):
+            words = sentence.split()
+            letters = sum(ch.isalpha() for ch in sentence)
+            if 8 <= len(words) <= 40 and letters >= 0.7 * len(sentence):
+                pool.add(sentence)
+    return random.Random(seed).sample(sorted(pool), min(sample, len(pool)))
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def measure(url: str, tenant: str, collection: str, *, sample: int, seed: int) -> dict[str, Any]:
+    """Recall@5 and latency of both modes on a collection; see the module docstring."""
+    from flux_chroma.chroma.collections import open_collection
+    from flux_chroma.tasks.options import ChromaOptions
+    from flux_chroma.tasks.reader import query_collection
+
+    target = ChromaOptions(tenant=tenant, url=url).target(collection)
+    records = _stored(open_collection(target, create=False).collection)
+    known = _sentences(records, sample, seed)
+
+    def ask(question: str, mode: str, distinct: bool = True) -> tuple[list[dict[str, Any]], float, float]:
+        start = time.perf_counter()
+        hits, stats = query_collection(
+            target, [question], k=5, where=None, where_document=None, mode=mode, distinct=distinct
+        )
+        total = time.perf_counter() - start
+        return list(hits[0]), total, total - float(stats["embed_seconds"])
+
+    ask("warm up the model and the connection", "dense")
+    report: dict[str, Any] = {"chunks": len(records), "known_items": len(known), "natural": len(NATURAL)}
+    for mode in ("dense", "hybrid"):
+        found_known, found_natural, totals, server = 0, 0, [], []
+        missed: list[str] = []
+        for sentence in known:
+            hits, total, rest = ask(sentence, mode)
+            totals.append(total)
+            server.append(rest)
+            if any(sentence in _norm(h["document"] or "") for h in hits):
+                found_known += 1
+            else:
+                missed.append(sentence)
+        for question, folders in NATURAL:
+            hits, total, rest = ask(question, mode)
+            totals.append(total)
+            server.append(rest)
+            paths = [str(h["metadata"].get("path", "")) for h in hits]
+            found_natural += any(p.split("/")[0] in folders for p in paths)
+        report[mode] = {
+            "known_recall@5": found_known / max(1, len(known)),
+            "natural_recall@5": found_natural / len(NATURAL),
+            "p50_ms": 1000 * statistics.median(totals),
+            "p95_ms": 1000 * _pct(totals, 0.95),
+            "p50_ms_without_embedding": 1000 * statistics.median(server),
+            "p95_ms_without_embedding": 1000 * _pct(server, 0.95),
+            "missed_known_items": missed[:5],
+        }
+    plain, folded = [], []
+    for sentence in known[:100]:
+        folded.append(ask(sentence, "dense", True)[2])
+        plain.append(ask(sentence, "dense", False)[2])
+    report["distinct"] = {
+        "p50_ms_on": 1000 * statistics.median(folded),
+        "p50_ms_off": 1000 * statistics.median(plain),
+        "questions": len(folded),
+    }
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: ``corpus OUT.jsonl`` or ``measure -c COLLECTION --tenant T``."""
+    parser = argparse.ArgumentParser(prog="python -m bench.retrieval", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    corpus = sub.add_parser("corpus", help="write the /usr/share/doc corpus as JSONL")
+    corpus.add_argument("out", type=Path)
+    run = sub.add_parser("measure", help="measure recall and latency on an ingested collection")
+    run.add_argument("-c", "--collection", required=True)
+    run.add_argument("--tenant", required=True)
+    run.add_argument("--url", default=None)
+    run.add_argument("--sample", type=int, default=200)
+    run.add_argument("--seed", type=int, default=24)
+    args = parser.parse_args(argv)
+    if args.command == "corpus":
+        print(f"wrote {build_corpus(args.out)} records to {args.out}")
+        return 0
+    import os
+
+    url = args.url or os.environ.get("FLUX_CHROMA_URL", "http://localhost:8000")
+    result = measure(url, args.tenant, args.collection, sample=args.sample, seed=args.seed)
+    print(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
