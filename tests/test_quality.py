@@ -60,13 +60,17 @@ def test_eval_figures_equal_a_hand_computation(tenant: str, tmp_path: Path) -> N
         "recall@1": (0 + 0 + 0 + 0 + 0.5) / 5,
         "recall@5": (0 + 1 + 1 + 0 + 1) / 5,
         "recall@10": (1 + 1 + 1 + 0 + 1) / 5,
+        "hit@1": (0 + 0 + 0 + 0 + 1) / 5,
+        "hit@5": (0 + 1 + 1 + 0 + 1) / 5,
+        "hit@10": (1 + 1 + 1 + 0 + 1) / 5,
         "mrr": (1 / 6 + 1 / 3 + 1 / 4 + 0 + 1) / 5,
         "ndcg@10": sum(ndcg) / 5,
     }
     assert report["modes"]["dense"] == pytest.approx(expected, abs=5e-5)
     assert report["modes"]["dense"]["ndcg@10"] == pytest.approx(0.4416, abs=1e-4)
     assert report["kinds"]["known-item"]["dense"] == pytest.approx(
-        {"questions": 2, "recall@1": 0.25, "recall@5": 0.5, "recall@10": 0.5, "mrr": 0.5, "ndcg@10": ndcg[4] / 2}, abs=5e-5
+        {"questions": 2, "recall@1": 0.25, "recall@5": 0.5, "recall@10": 0.5, "hit@1": 0.5, "hit@5": 0.5, "hit@10": 0.5, "mrr": 0.5, "ndcg@10": ndcg[4] / 2},
+        abs=5e-5,
     )
     assert [q["first_rank"]["dense"] for q in report["per_question"]] == [6, 3, 4, None, 1]
 

@@ -23,20 +23,23 @@ __all__ = ["eval_command", "register", "report_lines"]
 
 
 def report_lines(report: dict[str, Any]) -> list[str]:
-    """The report as aligned text lines: one row per mode, then per kind and mode."""
+    """The report as aligned text lines: one row per mode, then per kind and mode (when the set
+    mixes kinds). ``hit@k`` is in the JSON report only, to keep a row within 80 columns."""
     ks = report["k"]
     columns = [f"recall@{k}" for k in ks] + ["mrr", "ndcg@10"]
-    head = f"{'':<22}{'n':>5}" + "".join(f"{c:>11}" for c in columns)
+    head = f"{'':<16}{'n':>5}" + "".join(f"{c:>10}" for c in columns)
     lines = [f"{report['collection']}: {report['questions']} questions", head]
 
     def row(label: str, figures: dict[str, Any]) -> str:
-        return f"{label:<22}{figures['questions']:>5}" + "".join(f"{figures[c]:>11.4f}" for c in columns)
+        return f"{label:<16}{figures['questions']:>5}" + "".join(f"{figures[c]:>10.4f}" for c in columns)
 
     for mode, figures in report["modes"].items():
         lines.append(row(mode, figures))
-    for kind, per_mode in report["kinds"].items():
+    kinds = report["kinds"]
+    single = len(kinds) == 1 and all(f["questions"] == report["questions"] for f in next(iter(kinds.values())).values())
+    for kind, per_mode in ({} if single else kinds).items():
         for mode, figures in per_mode.items():
-            lines.append(row(f"{kind} / {mode}"[:21], figures))
+            lines.append(row(f"{kind}/{mode}"[:15], figures))
     return lines
 
 

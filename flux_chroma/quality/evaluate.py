@@ -169,7 +169,7 @@ def evaluate(
 
     Returns:
         ``{"collection", "questions", "k", "modes": {mode: {"questions", "recall@k"...,
-        "mrr", "ndcg@10"}}, "kinds": {kind: {mode: same}}, "per_question": [{"question",
+        "hit@k"..., "mrr", "ndcg@10"}}, "kinds": {kind: {mode: same}}, "per_question": [{"question",
         "kind", "first_rank": {mode: rank or None}}]}``.
 
     Raises:

@@ -5,6 +5,8 @@ label may name documents or chunks. Ranks are positions in the hit list as ``que
 returns it (1 = first). Each relevant item counts once, at the first hit that finds it:
 
 * ``recall@k``: the share of the question's relevant items found in the first ``k`` hits;
+* ``hit@k``: 1 when at least one relevant item is in the first ``k`` hits, else 0 (for a
+  known-item question whose passage several identical files hold, finding one is success);
 * reciprocal rank: ``1 / rank`` of the first hit that finds any relevant item (0 if none);
 * ``nDCG@10``: binary gains; a hit gains 1 when it finds a relevant item no earlier hit
   found, discounted by ``log2(rank + 1)``, divided by the best possible sum for
@@ -39,7 +41,7 @@ def score_question(hit_ids: Sequence[str], relevant: Iterable[str], ks: Sequence
         ks: Cut-offs for recall.
 
     Returns:
-        ``{"recall@k" for each k, "rr", "ndcg@10", "first_rank"}`` (``first_rank`` is
+        ``{"recall@k" and "hit@k" for each k, "rr", "ndcg@10", "first_rank"}`` (``first_rank`` is
         ``None`` when no hit is relevant).
 
     Example:
@@ -57,6 +59,7 @@ def score_question(hit_ids: Sequence[str], relevant: Iterable[str], ks: Sequence
         gains.append(1 if new else 0)
     out: dict[str, Any] = {f"recall@{k}": sum(1 for r in found_at.values() if r <= k) / len(wanted) for k in ks}
     first = min(found_at.values(), default=None)
+    out.update({f"hit@{k}": 1.0 if first is not None and first <= k else 0.0 for k in ks})
     out["rr"] = 0.0 if first is None else 1.0 / first
     dcg = sum(g / math.log2(rank + 1) for rank, g in enumerate(gains[:NDCG_DEPTH], 1))
     ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(wanted), NDCG_DEPTH) + 1))
@@ -66,11 +69,12 @@ def score_question(hit_ids: Sequence[str], relevant: Iterable[str], ks: Sequence
 
 
 def summarize(scores: Sequence[dict[str, Any]], ks: Sequence[int]) -> dict[str, Any]:
-    """Means over questions: ``questions``, ``recall@k``, ``mrr``, ``ndcg@10`` (4 decimals)."""
+    """Means over questions: ``questions``, ``recall@k``, ``hit@k``, ``mrr``, ``ndcg@10`` (4 decimals)."""
     n = len(scores)
     out: dict[str, Any] = {"questions": n}
-    for k in ks:
-        out[f"recall@{k}"] = round(sum(s[f"recall@{k}"] for s in scores) / n, 4) if n else 0.0
+    for name in ("recall", "hit"):
+        for k in ks:
+            out[f"{name}@{k}"] = round(sum(s[f"{name}@{k}"] for s in scores) / n, 4) if n else 0.0
     out["mrr"] = round(sum(s["rr"] for s in scores) / n, 4) if n else 0.0
     out[f"ndcg@{NDCG_DEPTH}"] = round(sum(s[f"ndcg@{NDCG_DEPTH}"] for s in scores) / n, 4) if n else 0.0
     return out
