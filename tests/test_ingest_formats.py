@@ -31,7 +31,7 @@ TESTS = Path(__file__).parent
 HTML = """<!DOCTYPE html><html><head><title>Pump Manual</title>
 <style>body {visibility: visible} ul.no-bullet {list-style: none}</style>
 <script>trackVisitor("secret-tracker")</script></head>
-<body lang="en"><div class="nav-panel"><p>Next: Install, Previous: Top</p></div>
+<body lang="en"><div class="nav-panel"><p>Next: Install, Previous: Top</p></div><div class="header"><p>Up: Pumps [Index]</p></div>
 <nav><a href="index.html">Home</a> | <a href="toc.html">Contents</a></nav>
 <main><h1>Priming the pump</h1><p>Open the <a href="valve.html">bleed valve</a> and fill the chamber with water.</p>
 <ul><li>Close the valve</li><li>Start the motor</li></ul></main>
@@ -94,7 +94,7 @@ def test_every_format_is_ingested_as_text_with_its_metadata(tmp_path: Path, tena
     }  # fmt: skip
     html = " ".join(doc for doc, _ in files["guide/manual.html"])
     assert "Priming the pump" in html and "bleed valve" in html and "Start the motor" in html
-    for noise in ("<", "visibility", "secret-tracker", "Previous: Top", "Contents", "boilerplate", "valve.html"):
+    for noise in ("<", "visibility", "secret-tracker", "Previous: Top", "Up: Pumps", "Contents", "boilerplate", "valve.html"):
         assert noise not in html, noise
     meta = files["guide/manual.html"][0][1]
     assert meta["fc_title"] == "Pump Manual" and meta["fc_dir"] == "guide" and meta["fc_dirs"] == ["guide"]

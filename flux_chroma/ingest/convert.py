@@ -59,7 +59,7 @@ _TEXT = {".md": "md", ".markdown": "md", ".txt": "txt", ".text": "txt", ".rst": 
 _HTML = (".html", ".htm", ".xhtml")
 _DOCUMENTS = {".pdf": "pdf", ".docx": "docx", ".pptx": "pptx"}
 _DROP_TAGS = ("script", "style", "noscript", "template", "nav", "aside", "form", "iframe", "svg", "button", "head")
-_NAV_CLASS = re.compile(r"(^|[-_\s])nav", re.IGNORECASE)
+_NAV_CLASS = re.compile(r"(^|[-_\s])nav|^(header|footer)$", re.IGNORECASE)  # texinfo: nav-panel, header
 _LONG_RUN = re.compile(rf"\S{{{MAX_RUN + 1}}}")
 _MIB = 1024 * 1024
 _SLIDE = re.compile(r"<!-- Slide number: \d+ -->\n?")
@@ -251,6 +251,7 @@ def _html(data: bytes) -> tuple[str, str | None]:
     main = soup.find("main") or soup.find(None, {"role": "main"}) or soup.find("body") or soup
     text = MarkdownConverter(heading_style="ATX", strip=["a", "img"], bullets="-").convert_soup(main)
     text = re.sub(r"\n{3,}", "\n\n", re.sub(r"[ \t]+\n", "\n", text)).strip()
+    text = re.sub(r"\A(?:-{3,}\s*)+", "", text)  # a rule left where the navigation was
     return text, title or None
 
 
