@@ -188,7 +188,7 @@ def test_a_collection_without_stored_documents_still_answers(tenant: str, raw_cl
 
 
 def test_probes_escape_the_question_and_put_identifiers_first() -> None:
-    found = probes('error "connection reset by peer" in libfoo-2.1 with --no-cache and ExecStart')
+    found = probes('error "connection reset by peer" in libfoo-2.1 with --no-cache and ExecStart', limit=5)
     assert [p.kind for p in found][:2] == ["quoted", "phrase"]
     assert [p.term for p in found if p.kind == "identifier"][:3] == ["libfoo-2.1", "--no-cache", "ExecStart"]
     assert probes("the of and to is it") == []

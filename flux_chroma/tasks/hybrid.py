@@ -53,8 +53,9 @@ MODES = ("dense", "hybrid")
 RRF_K = 60
 """The rank constant of reciprocal rank fusion (Cormack et al., 2009)."""
 
-MAX_PROBES = 5
-"""Full-text probes per question (each is one request to the server)."""
+MAX_PROBES = 4
+"""Full-text probes per question (each is one request to the server; 4 measured best, see
+docs/retrieval.md)."""
 
 MAX_PHRASE = 300
 """Longest question (characters) still probed as a whole phrase."""
