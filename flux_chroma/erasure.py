@@ -1,0 +1,300 @@
+"""Erasing a tenant: ``erase_tenant`` and ``flux-chroma tenant erase TENANT --yes``.
+
+What goes, in this order:
+
+1. Every collection of the tenant's namespace, aliases included (prefix mode: the collections
+   named ``{tenant}__*`` in the default database, its alias registry ``{tenant}__fc.aliases``
+   among them; tenant ids hold no ``_``, so ``acme__`` never matches ``acme-eu__x``), or, in
+   database mode, every collection of the tenant's database and then the database.
+2. The host's embedding-cache entries of the tenant's texts. Cache keys are
+   ``namespace:sha256(text)`` and hold no tenant, so the texts' hashes are computed from the
+   stored documents before they are deleted; an entry whose text another tenant also stores
+   (on the same server) is kept, and counted as kept.
+
+What cannot go from here is stated in the receipt (``remains``): other hosts' caches (run
+``--cache-only`` there first, while the tenant's records still exist), question embeddings
+cached by queries (the cache cannot tell whose they are), and Flux executions that hold the
+tenant's documents by value (``embed_and_add`` arguments are recorded in Flux's event log).
+
+A running ingestion job of the tenant on this host (its job lock is held) stops the erasure
+before anything is deleted (:class:`TenantBusyError`). A writer elsewhere that re-creates a
+collection while the erasure runs is caught by a final listing, which fails the erasure with
+the same error; run it again once that writer stopped (the erasure is idempotent).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import hashlib
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from flux_chroma.chroma.aliases import list_aliases
+from flux_chroma.chroma.connection import forget_clients, forget_database, get_client
+from flux_chroma.chroma.naming import Namespace
+from flux_chroma.chroma.settings import ConnectionSettings
+from flux_chroma.errors import FluxChromaError, classify_chroma_error
+from flux_chroma.tasks.context import chroma_options, chroma_settings
+from flux_chroma.tasks.decorator import chroma_task
+
+__all__ = ["TenantBusyError", "erase_tenant", "erase_tenant_sync"]
+
+_PAGE = 1000
+
+
+class TenantBusyError(FluxChromaError):
+    """An ingestion job of the tenant runs (or something wrote to it) while it is being erased."""
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _collections(settings: ConnectionSettings, database: str | None) -> list[Any]:
+    try:
+        return list(get_client(settings, database).list_collections())
+    except Exception as exc:  # noqa: BLE001 - classified in one place
+        mapped = classify_chroma_error(exc, action=f"list collections of database {database or 'default'!r}", url=settings.url)
+        if database is not None and not mapped.transient:
+            return []  # the tenant's database does not exist (any more)
+        raise mapped from None
+
+
+def _documents(collection: Any) -> Iterator[str]:
+    total = collection.count()
+    for offset in range(0, total, _PAGE):
+        got = collection.get(limit=_PAGE, offset=offset, include=["documents"])
+        yield from (d for d in got["documents"] or [] if isinstance(d, str))
+
+
+def _databases(settings: ConnectionSettings) -> list[str | None]:
+    from chromadb import AdminClient
+
+    names: list[str | None] = [None]
+    try:
+        admin = AdminClient(_admin_settings(settings))
+        names.extend(str(d["name"]) for d in admin.list_databases() if d["name"] != "default_database")
+    except Exception as exc:  # noqa: BLE001
+        raise classify_chroma_error(exc, action="list databases", url=settings.url) from None
+    return names
+
+
+def _admin_settings(settings: ConnectionSettings) -> Any:
+    from chromadb.config import Settings
+
+    return Settings(
+        chroma_api_impl="chromadb.api.fastapi.FastAPI",
+        chroma_server_host=settings.host,
+        chroma_server_http_port=settings.port,
+        chroma_server_ssl_enabled=settings.ssl,
+        chroma_server_headers=settings.header_dict(),
+        anonymized_telemetry=False,
+    )
+
+
+def _mine(namespace: Namespace, settings: ConnectionSettings) -> list[Any]:
+    found = _collections(settings, namespace.database)
+    return [c for c in found if namespace.owns(c.name)]
+
+
+def _other_hashes(namespace: Namespace, settings: ConnectionSettings, wanted: set[str]) -> set[str]:
+    """Hashes among ``wanted`` that a record of another tenant (any database) also stores."""
+    shared: set[str] = set()
+    for database in _databases(settings):
+        if database is not None and database == namespace.database:
+            continue
+        for collection in _collections(settings, database):
+            if database is None and namespace.tenancy == "prefix" and namespace.owns(collection.name):
+                continue
+            shared.update(h for h in map(_hash, _documents(collection)) if h in wanted)
+            if shared == wanted:
+                return shared
+    return shared
+
+
+def _lock_dir() -> Path:
+    from flux.config import Configuration
+
+    return Path(Configuration.get().settings.home).expanduser() / "flux-chroma-locks"
+
+
+def _busy_jobs(tenant: str) -> list[str]:
+    """Ingestion jobs of ``tenant`` whose lock a live process holds on this host."""
+    pattern = re.compile(rf"^fc-[a-z]+-{re.escape(tenant)}-[0-9a-f]{{16}}\.lock$")
+    folder = _lock_dir()
+    busy = []
+    for path in sorted(folder.glob("*.lock")) if folder.is_dir() else []:
+        if not pattern.match(path.name):
+            continue
+        with open(path, "a+") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                busy.append(path.stem)
+    return busy
+
+
+def _cache_entries(directory: Path, hashes: set[str], delete: bool) -> int:
+    """Entries of the cache at ``directory`` whose text hash is in ``hashes`` (deleted if asked)."""
+    if not hashes or not (directory / "cache.db").exists():
+        return 0
+    import diskcache
+
+    from flux_chroma.embedding.cache_storage import SafeDisk
+
+    count = 0
+    with diskcache.Cache(str(directory), disk=SafeDisk) as cache:
+        for key in list(cache.iterkeys()):
+            if isinstance(key, str) and key.rsplit(":", 1)[-1] in hashes:
+                count += 1
+                if delete:
+                    cache.delete(key)
+    return count
+
+
+def erase_tenant_sync(
+    namespace: Namespace,
+    settings: ConnectionSettings,
+    cache_dir: str | Path | None = None,
+    *,
+    confirm: bool = False,
+    cache_only: bool = False,
+) -> dict[str, Any]:
+    """Erase (or, without ``confirm``, list) a tenant's collections, aliases and cache entries.
+
+    Args:
+        namespace: The tenant and its tenancy mode.
+        settings: The Chroma server.
+        cache_dir: This host's embedding cache (default: the default cache folder).
+        confirm: Delete; ``False`` only lists what would go (a dry run).
+        cache_only: Only this host's cache entries (run it on every other host first).
+
+    Returns:
+        The audit receipt (see :func:`erase_tenant`).
+
+    Raises:
+        TenantBusyError: An ingestion job of the tenant runs on this host, or a collection
+            of the tenant reappeared during the erasure.
+        ChromaUnavailableError: The server is unreachable (nothing or part was deleted; run
+            again: the erasure is idempotent).
+    """
+    from flux_chroma.embedding.cache import default_cache_dir
+
+    tenant = namespace.tenant
+    busy = _busy_jobs(tenant)
+    if busy and confirm:
+        raise TenantBusyError(
+            f"tenant {tenant!r} has running ingestion job(s) on this host: {busy}; nothing was erased. "
+            "Stop them (or wait for them to end), then erase again."
+        )
+    collections = _mine(namespace, settings)
+    aliases = list_aliases(settings, namespace) if collections else {}
+    records = {c.name: c.count() for c in collections}
+    hashes = {h for c in collections for h in map(_hash, _documents(c))}
+    shared = _other_hashes(namespace, settings, hashes) if hashes else set()
+    directory = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
+    kept = _cache_entries(directory, shared, delete=False)
+    removed = _cache_entries(directory, hashes - shared, delete=confirm)
+    deleted_database = False
+    if confirm and not cache_only:
+        client = get_client(settings, namespace.database) if collections else None
+        for collection in collections:
+            assert client is not None
+            try:
+                client.delete_collection(collection.name)
+            except Exception as exc:  # noqa: BLE001
+                mapped = classify_chroma_error(exc, action=f"delete collection {collection.name!r}", url=settings.url)
+                if mapped.transient:
+                    raise mapped from None  # already gone is fine: idempotent
+        if namespace.database is not None:
+            deleted_database = _drop_database(settings, namespace.database)
+        back = _mine(namespace, settings)
+        if back:
+            raise TenantBusyError(
+                f"collections of tenant {tenant!r} reappeared while it was erased: "
+                f"{sorted(c.name for c in back)} (a writer is still running). Stop it and erase again."
+            )
+    return {
+        "tenant": tenant,
+        "tenancy": namespace.tenancy,
+        "dry_run": not confirm,
+        "cache_only": cache_only,
+        "collections": sorted(records) if not cache_only else [],
+        "collections_deleted": len(records) if confirm and not cache_only else 0,
+        "records_deleted": sum(records.values()) if confirm and not cache_only else 0,
+        "records": sum(records.values()),
+        "aliases": len(aliases),
+        "database_deleted": deleted_database,
+        "cache_directory": str(directory),
+        "cache_entries_deleted": removed if confirm else 0,
+        "cache_entries_to_delete": removed,
+        "cache_entries_kept_shared": kept,
+        "running_jobs": busy,
+        "remains": _remains(tenant),
+    }
+
+
+def _drop_database(settings: ConnectionSettings, database: str) -> bool:
+    from chromadb import AdminClient
+
+    admin = AdminClient(_admin_settings(settings))
+    try:
+        admin.delete_database(database)
+    except Exception as exc:  # noqa: BLE001
+        mapped = classify_chroma_error(exc, action=f"delete database {database!r}", url=settings.url)
+        if mapped.transient:
+            raise mapped from None
+        return False  # already gone
+    finally:
+        forget_database(settings, database)
+        forget_clients()  # cached clients of the dropped database must not be reused
+    return True
+
+
+def _remains(tenant: str) -> list[str]:
+    return [
+        ("other hosts' embedding caches: before erasing, run "
+        f"`flux-chroma tenant erase {tenant} --cache-only --yes` on every other host that ran its "
+        "tasks (the text hashes come from the records erased here), or delete their cache folders"),
+        ("question embeddings cached by queries: the cache cannot tell whose they are; they age out "
+        "by LRU eviction (cache_size_limit), or delete the cache folder"),
+        ("Flux executions that recorded the tenant's documents by value (embed_and_add arguments, "
+        f"task names ending in _{tenant}): Flux 0.87 has no call to delete one execution; enable "
+        "Flux retention ([flux.retention] enabled = true, retention_days) or delete those rows from "
+        "the Flux database. Ingestion jobs record file references, not texts."),
+    ]
+
+
+@chroma_task(retry_max_attempts=3, retry_delay=1, retry_backoff=2)
+async def erase_tenant(confirm: bool = False, cache_only: bool = False) -> dict[str, Any]:
+    """Erase the task's tenant: its collections and aliases (or database), and cache entries.
+
+    Without ``confirm=True`` it is a dry run: it lists what would go and deletes nothing.
+    The tenant, tenancy, server and cache folder are the task's options
+    (``erase_tenant.with_options(tenant="acme", tenancy="database", ...)``).
+
+    Args:
+        confirm: Delete (``False``: dry run).
+        cache_only: Only this host's embedding-cache entries of the tenant's texts.
+
+    Returns:
+        An audit receipt: ``tenant``, ``tenancy``, ``dry_run``, ``cache_only``, ``collections``
+        (physical names), ``collections_deleted``, ``records`` / ``records_deleted``,
+        ``aliases``, ``database_deleted``, ``cache_directory``, ``cache_entries_deleted``,
+        ``cache_entries_to_delete``, ``cache_entries_kept_shared`` (texts another tenant also
+        stores), ``running_jobs``, ``remains`` (what this call cannot erase, and how to).
+
+    Raises:
+        TenantError: No or invalid ``tenant=`` option.
+        TenantBusyError: An ingestion job of the tenant runs on this host, or a collection
+            reappeared during the erasure; run again once it stopped.
+        ChromaUnavailableError: The server is unreachable (retried by Flux).
+    """
+    options = chroma_options()
+    namespace = options.namespace()
+    return await asyncio.to_thread(
+        erase_tenant_sync, namespace, chroma_settings(), options.cache_dir, confirm=confirm, cache_only=cache_only
+    )
