@@ -16,6 +16,7 @@ from flux_chroma._version import __version__
 from flux_chroma.chroma.collections import Resolved
 from flux_chroma.chroma.server import ChromaServer
 from flux_chroma.chroma.settings import ConnectionSettings
+from flux_chroma.erasure import TenantBusyError, erase_tenant
 from flux_chroma.errors import (
     ChromaRequestError,
     ChromaUnavailableError,
@@ -98,6 +99,7 @@ __all__ = [
     "expand_hit",
     "get_records",
     "list_documents",
+    "erase_tenant",
     "ChromaTask",
     "ChromaOptions",
     # writing your own tasks
@@ -154,4 +156,5 @@ __all__ = [
     "ServerStartError",
     "SourceChangedError",
     "SourceConflictError",
+    "TenantBusyError",
 ]

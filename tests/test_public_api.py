@@ -20,6 +20,7 @@ EXPECTED = {
     "expand_hit",
     "get_records",
     "list_documents",
+    "erase_tenant",
     "ChromaTask",
     "ChromaOptions",
     "chroma_task",
@@ -70,6 +71,7 @@ EXPECTED = {
     "ServerStartError",
     "SourceChangedError",
     "SourceConflictError",
+    "TenantBusyError",
 }
 
 
