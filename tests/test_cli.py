@@ -191,7 +191,7 @@ def test_ingest_reports_progress_per_batch_and_resyncs(url: str, tenant: str, tm
     (docs / "chroma.md").write_text("ChromaDB is an embedding database.")
     (docs / "flux.md").write_text("Flux persists every state transition.")
     (docs / "workers.txt").write_text("Workers claim executions over SSE.")
-    (docs / "ignored.rst").write_text("not matched by the default globs")
+    (docs / "ignored.json").write_text("not matched by the default globs")
     args = ["ingest", str(docs), "-c", "notes", "--batch-size", "2", "--url", url, "--tenant", tenant]
 
     first = cli(*args)
