@@ -128,3 +128,28 @@ def test_join_uses_offsets_when_chunks_carry_them() -> None:
     assert join_chunks(rows) == text
     assert join_chunks([(d, {}) for d, _ in rows]) == text
     assert parse_chunk_id("a#b/c.md#12:0123456789ab") == ("a#b/c.md", 12)
+
+
+def test_default_chunks_with_offsets_rebuild_the_exact_text(tenant: str, tmp_path: Path) -> None:
+    """The default chunker stores fc_start/fc_end: the rebuilt text keeps every character's
+    offset (whitespace between chunks, which no chunk stores, comes back as spaces)."""
+    folder = tmp_path / "pep"
+    folder.mkdir()
+    text = "\n\n".join(f"Paragraph {i}: " + " ".join(f"word{i}x{j}" for j in range(60)) for i in range(8)) + "\n"
+    (folder / "long.txt").write_text(text, encoding="utf-8")
+    job = {
+        "tenant": tenant,
+        "collection": "offsets",
+        "sources": [{"kind": "files", "path": str(folder), "id": "pep"}],
+        "embedding_function": {"name": "toy", "config": {"dim": 16}},
+    }
+    assert run_ingest(job).has_succeeded
+    run = steps(tenant, ("get_document", ["offsets", "pep/long.txt"], {}))
+    assert run.has_succeeded, run.output
+    doc = run.output[0]
+    assert doc["total_chunks"] >= 3
+    rebuilt = doc["text"]
+    assert " ".join(rebuilt.split()) == " ".join(text.split())
+    if "unit" in {f.name for f in fields(ChunkingOptions)}:  # the token chunker stores offsets
+        start = text.index(rebuilt[:40])
+        assert len(rebuilt) == len(text.rstrip()) - start  # offsets kept: same length as the source span
