@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from flux_chroma.cli.inspect import Collection, Debug, FluxHome, JsonOut, Tenancy, Tenant, Url
+from flux_chroma.cli.stored import Collection, Debug, FluxHome, JsonOut, Tenancy, Tenant, Url
 from flux_chroma.cli.support import (
     CliError,
     check_settings,
