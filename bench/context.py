@@ -20,16 +20,10 @@ TENANT = "bench"
 
 
 def harness_embedder() -> Any:
-    """The default model for the harness's own embeddings (warming caches, raw-query sides).
-
-    Its thread count is fixed (all cores), so the harness never registers as one of the host's
-    embedding processes (``flux_chroma/embedding/threads.py``): a worker or child measured
-    right after the harness embedded gets the share it would get on its own.
-    """
+    """The default model for the harness's own embeddings (warming caches, raw-query sides)."""
     from flux_chroma.embedding import FastDefaultEmbedding
-    from flux_chroma.embedding.threads import cpu_count
 
-    return FastDefaultEmbedding(threads=cpu_count())
+    return FastDefaultEmbedding()
 
 
 @dataclass(frozen=True)

@@ -206,8 +206,9 @@ def _report(
         ),
         (
             f"- This host has {cores} cores and every worker embeds on them: more workers on one "
-            "host cannot add embedding capacity (each ONNX session gets its share of the cores, "
-            '`FLUX_CHROMA_EMBED_THREADS`). The figures that matter here are "no loss" (more '
+            "host cannot add embedding capacity (each worker's ONNX session uses every core "
+            "unless `FLUX_CHROMA_EMBED_THREADS` says otherwise). The figures that matter here "
+            'are "no loss" (more '
             "workers and the dispatch do not slow the job down) and the overhead per unit; on N "
             "hosts the embedding capacity grows with N."
         ),

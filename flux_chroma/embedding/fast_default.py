@@ -4,8 +4,8 @@ Chroma's ``DefaultEmbeddingFunction`` (ONNX ``all-MiniLM-L6-v2``) builds a new O
 every call and pads every text to 256 tokens. :class:`FastDefaultEmbedding` runs the same model
 with the same tokenizer, truncation (256 tokens), masked mean pooling and L2 normalisation, but
 
-* loads the ONNX session and tokenizer once per process (thread-safe, keyed by model folder;
-  :mod:`~flux_chroma.embedding.onnx_session`),
+* loads the ONNX session and tokenizer once per process (thread-safe, keyed by model folder
+  and thread count; :mod:`~flux_chroma.embedding.onnx_session`),
 * sorts texts by token length and pads each batch only to its longest text,
 * restores the input order.
 
@@ -38,8 +38,12 @@ from flux_chroma.embedding.model_files import (
     missing_files,
     model_not_available_error,
 )
-from flux_chroma.embedding.onnx_session import load_tokenizers, pool, running_session
-from flux_chroma.embedding.threads import validate_threads
+from flux_chroma.embedding.onnx_session import (
+    load_session,
+    load_tokenizers,
+    pool,
+    validate_threads,
+)
 from flux_chroma.errors import ConfigurationError, ModelNotAvailableError
 
 __all__ = [
@@ -136,9 +140,10 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
         model_dir: Folder holding the model files. When given, only this folder is used.
             Default: ``$FLUX_CHROMA_MODEL_DIR`` if set, then Chroma's model cache.
         batch_size: Texts per ONNX run (texts are sorted by length first).
-        threads: Threads of this process's ONNX session. Default: ``$FLUX_CHROMA_EMBED_THREADS``
-            if set, else a share of the host's cores among the processes embedding on it
-            (:mod:`flux_chroma.embedding.threads`). Does not change the vectors or the pin.
+        threads: Intra-op threads of the ONNX session. Default: ``$FLUX_CHROMA_EMBED_THREADS``
+            if set, else every core this process may run on. Several processes embedding on one
+            host should each take their share (docs/deployment.md, "Embedding threads"). Does
+            not change the vectors or the pin.
 
     Raises:
         ConfigurationError: ``batch_size`` is not a positive integer, or ``threads`` is not a
@@ -237,42 +242,43 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
             L2-normalised float32 vectors, shape ``(len(texts), 384)``.
 
         Raises:
+            ConfigurationError: ``$FLUX_CHROMA_EMBED_THREADS`` is set but not a valid count.
             ModelNotAvailableError: The model files are missing or unreadable.
             TypeError: An item is not a string.
         """
         folder = self.ensure_available()
         tokenizers = load_tokenizers(folder)
-        with running_session(folder, self.threads) as session:
-            items = list(texts)
-            if not items:
-                dim = int(session.get_outputs()[0].shape[-1])
-                return np.zeros((0, dim), dtype=np.float32)
-            for i, text in enumerate(items):
-                if not isinstance(text, str):
-                    raise TypeError(f"text #{i} is a {type(text).__name__}, not a str")
-            encodings = tokenizers.truncating.encode_batch(items, add_special_tokens=True)
-            lengths = np.array([len(e.ids) for e in encodings])
-            order = np.argsort(-lengths, kind="stable")
-            out: npt.NDArray[np.float32] | None = None
-            for start in range(0, len(items), self.batch_size):
-                rows = order[start : start + self.batch_size]
-                width = int(lengths[rows].max())
-                ids = np.zeros((len(rows), width), dtype=np.int64)
-                mask = np.zeros((len(rows), width), dtype=np.int64)
-                for r, idx in enumerate(rows):
-                    enc = encodings[idx]
-                    ids[r, : len(enc.ids)] = enc.ids
-                    mask[r, : len(enc.ids)] = enc.attention_mask
-                hidden = session.run(
-                    None,
-                    {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
-                )[0]
-                vectors = pool(hidden, mask)
-                if out is None:
-                    out = np.empty((len(items), vectors.shape[1]), dtype=np.float32)
-                out[rows] = vectors
-            assert out is not None
-            return out
+        session = load_session(folder, self.threads)
+        items = list(texts)
+        if not items:
+            dim = int(session.get_outputs()[0].shape[-1])
+            return np.zeros((0, dim), dtype=np.float32)
+        for i, text in enumerate(items):
+            if not isinstance(text, str):
+                raise TypeError(f"text #{i} is a {type(text).__name__}, not a str")
+        encodings = tokenizers.truncating.encode_batch(items, add_special_tokens=True)
+        lengths = np.array([len(e.ids) for e in encodings])
+        order = np.argsort(-lengths, kind="stable")
+        out: npt.NDArray[np.float32] | None = None
+        for start in range(0, len(items), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            width = int(lengths[rows].max())
+            ids = np.zeros((len(rows), width), dtype=np.int64)
+            mask = np.zeros((len(rows), width), dtype=np.int64)
+            for r, idx in enumerate(rows):
+                enc = encodings[idx]
+                ids[r, : len(enc.ids)] = enc.ids
+                mask[r, : len(enc.ids)] = enc.attention_mask
+            hidden = session.run(
+                None,
+                {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+            )[0]
+            vectors = pool(hidden, mask)
+            if out is None:
+                out = np.empty((len(items), vectors.shape[1]), dtype=np.float32)
+            out[rows] = vectors
+        assert out is not None
+        return out
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         """Count the tokens of each text before truncation (special tokens included).

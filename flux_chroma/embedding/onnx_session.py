@@ -1,17 +1,17 @@
-"""The ONNX runtime side of the default model: tokenizers, one session per process, pooling.
+"""The ONNX runtime side of the default model: tokenizers, sessions, pooling.
 
 Sessions and tokenizers are loaded once per model folder (and per process: ONNX thread pools
-do not survive ``fork()``) under one lock, so threads share them. A session's thread count
-comes from :mod:`flux_chroma.embedding.threads`; when it shares the host's cores and the share
-changes (another embedding process started or ended), the session is built again.
+do not survive ``fork()``) under one lock, so threads share them. A session's intra-op thread
+count is ``threads=`` of the embedding function, else ``$FLUX_CHROMA_EMBED_THREADS``, else
+every core this process may run on; each count gets its own session. Processes embedding on
+one host do not coordinate: when several do, give each its share with the variable
+(docs/deployment.md, "Embedding threads").
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -19,12 +19,25 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
-from flux_chroma.embedding.core_gate import CoreGate
 from flux_chroma.embedding.model_files import MAX_TOKENS
-from flux_chroma.embedding.threads import Budget, configured_threads, cpu_count
-from flux_chroma.errors import ModelNotAvailableError
+from flux_chroma.errors import ConfigurationError, ModelNotAvailableError
 
-__all__ = ["GatedSession", "load_tokenizers", "pool", "running_session"]
+__all__ = [
+    "EMBED_THREADS_ENV",
+    "MAX_THREADS",
+    "cpu_count",
+    "load_session",
+    "load_tokenizers",
+    "pool",
+    "session_threads",
+    "validate_threads",
+]
+
+EMBED_THREADS_ENV = "FLUX_CHROMA_EMBED_THREADS"
+"""Environment variable: intra-op threads of this process's ONNX sessions (a positive integer)."""
+
+MAX_THREADS = 1024
+"""Largest accepted thread count."""
 
 
 @dataclass(frozen=True)
@@ -34,13 +47,61 @@ class _Tokenizers:
 
 
 _TOKENIZERS: dict[str, _Tokenizers] = {}
-_SESSIONS: dict[tuple[int, str], tuple[int, Any]] = {}  # (pid, folder) -> (threads, session)
-# The session replaced last, kept: a share that flips between two values (another process
-# embedding now and then) swaps sessions instead of building one per flip (~0.1 s each).
-_SPARE: dict[tuple[int, str], tuple[int, Any]] = {}
+_SESSIONS: dict[tuple[int, str, int], Any] = {}  # (pid, folder, threads) -> session
 _LOCK = threading.Lock()
-_BUDGET = Budget()
-_GATE = CoreGate(_BUDGET.slots.folder, cpu_count())
+
+
+def validate_threads(value: object, source: str, *, text: bool = False) -> int:
+    """Return ``value`` as a thread count, or raise naming where it came from.
+
+    Args:
+        value: An int (or, with ``text``, its decimal text as read from the environment).
+        source: What set it, for the message (``"threads="``, ``"FLUX_CHROMA_EMBED_THREADS"``).
+        text: Accept a decimal string.
+
+    Returns:
+        The thread count (1 to :data:`MAX_THREADS`).
+
+    Raises:
+        ConfigurationError: Not a whole number from 1 to :data:`MAX_THREADS`.
+    """
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif text and isinstance(value, str) and value.strip().isdigit():
+        number = int(value.strip())
+    if number is None or not 1 <= number <= MAX_THREADS:
+        raise ConfigurationError(
+            f"{source} must be a whole number of threads from 1 to {MAX_THREADS}, got {value!r}. "
+            f"Leave it unset to use every core this process may run on."
+        )
+    return number
+
+
+def cpu_count() -> int:
+    """Cores this process may run on (its CPU affinity)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def session_threads(explicit: int | None = None) -> int:
+    """The intra-op thread count of a session.
+
+    Args:
+        explicit: ``threads=`` of the embedding function (already validated), if any.
+
+    Returns:
+        ``explicit``, else ``$FLUX_CHROMA_EMBED_THREADS``, else :func:`cpu_count`.
+
+    Raises:
+        ConfigurationError: ``$FLUX_CHROMA_EMBED_THREADS`` is set but not a valid count.
+    """
+    if explicit is not None:
+        return explicit
+    env = os.environ.get(EMBED_THREADS_ENV, "").strip()
+    return validate_threads(env, EMBED_THREADS_ENV, text=True) if env else cpu_count()
 
 
 def load_tokenizers(folder: Path) -> _Tokenizers:
@@ -70,69 +131,26 @@ def load_tokenizers(folder: Path) -> _Tokenizers:
         return cached
 
 
-class GatedSession:
-    """An ONNX session whose runs take the host's cores through a :class:`CoreGate`.
-
-    Args:
-        session: The ``onnxruntime.InferenceSession``.
-        threads: Its intra-op threads.
-        gate: The host's gate, or ``None`` to run ungated (a fixed thread count was set).
-    """
-
-    def __init__(self, session: Any, threads: int, gate: CoreGate | None) -> None:
-        self.session = session
-        self.threads = threads
-        self.gate = gate
-
-    def get_outputs(self) -> Any:
-        """The session's output descriptions."""
-        return self.session.get_outputs()
-
-    def run(self, outputs: Any, feeds: dict[str, Any]) -> Any:
-        """``session.run`` once a core is free (at most one run per core on the host)."""
-        if self.gate is None:
-            return self.session.run(outputs, feeds)
-        with self.gate.hold(self.threads):
-            return self.session.run(outputs, feeds)
-
-
-@contextmanager
-def running_session(folder: Path, threads: int | None = None) -> Iterator[Any]:
-    """The session of ``folder`` for one embedding; meanwhile this process counts as busy.
-
-    The thread count is ``threads``, else ``$FLUX_CHROMA_EMBED_THREADS``, else this process's
-    share of the host's cores (see :mod:`flux_chroma.embedding.threads`), decided when the
-    embedding starts; sharing, each model run also waits for a free core
-    (:mod:`flux_chroma.embedding.core_gate`). When it ends, the process is marked idle.
+def load_session(folder: Path, threads: int | None = None) -> Any:
+    """The ONNX session of ``folder`` with :func:`session_threads` intra-op threads.
 
     Args:
         folder: The model folder.
         threads: ``threads=`` of the embedding function, if set.
 
-    Yields:
-        The session (built again when its thread count no longer matches), gated when shared.
+    Returns:
+        The ``onnxruntime.InferenceSession`` (loaded once per process and thread count).
+
+    Raises:
+        ConfigurationError: ``$FLUX_CHROMA_EMBED_THREADS`` is set but not a valid count.
+        ModelNotAvailableError: ``model.onnx`` could not be loaded.
     """
-    fixed = configured_threads(threads)
-    if fixed is not None:
-        yield GatedSession(_session(folder, fixed), fixed, None)
-        return
-    want = _BUDGET.threads()
-    try:
-        yield GatedSession(_session(folder, want), want, _GATE)
-    finally:
-        _BUDGET.done()
-
-
-def _session(folder: Path, want: int) -> Any:
-    key = (os.getpid(), str(folder))  # ONNX thread pools do not survive fork(): one per process
+    want = session_threads(threads)
+    key = (os.getpid(), str(folder), want)  # ONNX thread pools do not survive fork()
     with _LOCK:
-        current = _SESSIONS.get(key)
-        if current is not None and current[0] == want:
-            return current[1]
-        spare = _SPARE.get(key)
-        if spare is not None and current is not None and spare[0] == want:
-            _SESSIONS[key], _SPARE[key] = spare, current
-            return spare[1]
+        session = _SESSIONS.get(key)
+        if session is not None:
+            return session
         import onnxruntime as ort
 
         options = ort.SessionOptions()
@@ -150,9 +168,7 @@ def _session(folder: Path, want: int) -> Any:
                 f"The ONNX model {path} could not be loaded ({type(exc).__name__}: {exc}). "
                 f"Replace the model folder {folder} with an intact copy."
             ) from exc
-        if current is not None:
-            _SPARE[key] = current
-        _SESSIONS[key] = (want, session)
+        _SESSIONS[key] = session
         return session
 
 
