@@ -73,6 +73,7 @@ def test_eval_figures_equal_a_hand_computation(tenant: str, tmp_path: Path) -> N
         abs=5e-5,
     )
     assert [q["first_rank"]["dense"] for q in report["per_question"]] == [6, 3, 4, None, 1]
+    assert report["unknown_documents"] == ["town/missing.md"]  # named, so a wrong source id is noticed
 
 
 @pytest.mark.parametrize(
@@ -186,6 +187,10 @@ def test_cli_eval_docs_and_show_on_the_default_model(url: str, tenant: str, tmp_
     assert shown.returncode == 0 and "42.195 kilometres" in shown.stdout and "facts/marathon.txt" in shown.stdout
     missing = cli("show", "facts/nothing.txt", *common)
     assert missing.returncode == 2 and "no document 'facts/nothing.txt'" in missing.stderr
+    typo = tmp_path / "typo.jsonl"
+    typo.write_text(json.dumps({"question": "How long is a marathon?", "relevant_documents": ["fact/marathon.txt"]}) + "\n")
+    warned = cli("eval", str(typo), *common)
+    assert warned.returncode == 0 and "1 relevant document id(s) name nothing" in warned.stderr and "fact/marathon.txt" in warned.stderr
     bad = cli("eval", str(tmp_path / "absent.jsonl"), *common)
     assert bad.returncode != 0 and "cannot read the labelled set" in bad.stderr
 

@@ -15,6 +15,7 @@ from flux_chroma.cli.support import (
     cli_errors,
     print_json,
     run_workflow,
+    stderr,
     stdout,
 )
 from flux_chroma.cli.text import Command
@@ -83,6 +84,15 @@ def eval_command(
             return
         for line in report_lines(report):
             stdout.print(line, highlight=False, markup=False, soft_wrap=True)
+        unknown = report.get("unknown_documents") or []
+        if unknown:
+            stderr.print(
+                f"warning: {len(unknown)} relevant document id(s) name nothing in {tenant}/{collection}, e.g. "
+                f"{unknown[:3]}; they can never be found. List the ids with: flux-chroma docs -c {collection}",
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
+            )
 
 
 def register(app: typer.Typer) -> None:

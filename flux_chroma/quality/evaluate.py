@@ -84,6 +84,17 @@ def check_run(modes: Any, ks: Any) -> tuple[list[str], list[int]]:
     return list(dict.fromkeys(modes)), sorted(set(ks))
 
 
+async def _unknown_documents(collection: str, labels: list[LabelledQuestion], options: Mapping[str, Any]) -> list[str]:
+    """Relevant ids that name no document or record of the collection (a wrong source id
+    scores zero silently otherwise), sorted."""
+    from flux_chroma.tasks.documents import document_key, list_documents
+
+    listed = await list_documents.with_options(**dict(options))(collection)
+    known = {entry["document_id"] for entry in listed}
+    wanted = {doc for q in labels for doc in q["relevant_documents"]}
+    return sorted(doc for doc in wanted if doc not in known and document_key(doc) not in known)
+
+
 async def evaluation_steps(
     collection: str,
     labels: list[LabelledQuestion],
@@ -128,6 +139,7 @@ async def evaluation_steps(
             chosen = [s for s, q in zip(scores, labels, strict=True) if q.get("kind") == kind]
             report["kinds"].setdefault(kind, {})[mode] = summarize(chosen, ks)
     report["per_question"] = per_question
+    report["unknown_documents"] = await _unknown_documents(collection, labels, options)
     return report
 
 
@@ -170,7 +182,8 @@ def evaluate(
     Returns:
         ``{"collection", "questions", "k", "modes": {mode: {"questions", "recall@k"...,
         "hit@k"..., "mrr", "ndcg@10"}}, "kinds": {kind: {mode: same}}, "per_question": [{"question",
-        "kind", "first_rank": {mode: rank or None}}]}``.
+        "kind", "first_rank": {mode: rank or None}}], "unknown_documents": [relevant ids
+        that name no document of the collection]}``.
 
     Raises:
         ConfigurationError: A malformed labelled set, mode or cut-off.
