@@ -57,6 +57,9 @@ MAX_PROBES = 4
 """Full-text probes per question (each is one request to the server; 4 measured best, see
 docs/retrieval.md)."""
 
+WORD_FILL = 2
+"""Words are probed only while a question has fewer probes than this."""
+
 MAX_PHRASE = 300
 """Longest question (characters) still probed as a whole phrase."""
 
@@ -140,20 +143,24 @@ def _is_identifier(token: str) -> bool:
     return any(ch.isupper() for ch in inner) and any(ch.islower() for ch in token)  # camelCase
 
 
-def probes(question: str, *, limit: int = MAX_PROBES) -> list[Probe]:
+def probes(question: str, *, limit: int = MAX_PROBES, fill: int | None = None) -> list[Probe]:
     """The full-text probes for a question, most specific first.
 
     Args:
         question: The question as the user typed it.
         limit: At most this many probes.
+        fill: Words are added only while there are fewer probes than this (default
+            :data:`WORD_FILL`): each probe is a request, and a word says less than a phrase or
+            an identifier.
 
     Returns:
         Quoted strings (weight 2), the whole question as a phrase when it has at least
         three words, two of them not stopwords, and is at most :data:`MAX_PHRASE` characters
         (weight 2), identifiers and numbers (exact case, weight 1.5), then the longest
-        non-stopword words of 4+ letters (any case, weight 1). A question of only stopwords
-        or punctuation has no probes (hybrid then equals dense).
+        non-stopword words of 4+ letters (any case, weight 1) up to ``fill`` probes in all. A
+        question of only stopwords or punctuation has no probes (hybrid then equals dense).
     """
+    fill = WORD_FILL if fill is None else fill
     out: list[Probe] = []
     seen: set[str] = set()
 
@@ -177,6 +184,8 @@ def probes(question: str, *, limit: int = MAX_PROBES) -> list[Probe]:
         add(token, {"$contains": token}, 1.5, "identifier")
     plain = [w for w in dict.fromkeys(content) if w.isalpha() and len(w) >= 4 and not _is_identifier(w)]
     for word in sorted(plain, key=len, reverse=True):
+        if len(out) >= fill:
+            break
         add(word, phrase_regex(word), 1.0, "word")
     return out
 
