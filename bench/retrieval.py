@@ -262,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--url", default=None)
     run.add_argument("--sample", type=int, default=200)
     run.add_argument("--seed", type=int, default=24)
+    run.add_argument("--probes", type=int, default=None, help="hybrid: probes per question [default: MAX_PROBES]")
+    run.add_argument("--word-fill", type=int, default=None, help="hybrid: words fill up to this many probes [default: WORD_FILL]")
     lat = sub.add_parser("latency", help="dense vs hybrid latency on N chunks written with hash vectors")
     lat.add_argument("--chunks", type=int, default=100_000)
     lat.add_argument("--tenant", default="bench")
@@ -281,6 +283,12 @@ def main(argv: list[str] | None = None) -> int:
     import os
 
     url = args.url or os.environ.get("FLUX_CHROMA_URL", "http://localhost:8000")
+    from flux_chroma.tasks import hybrid
+
+    if args.probes is not None:
+        hybrid.MAX_PROBES = args.probes
+    if args.word_fill is not None:
+        hybrid.WORD_FILL = args.word_fill
     result = measure(url, args.tenant, args.collection, sample=args.sample, seed=args.seed)
     print(json.dumps(result, indent=1))
     return 0
