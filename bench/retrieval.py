@@ -249,6 +249,41 @@ def latency(url: str, tenant: str, chunks: int, *, questions: int, seed: int) ->
     return out
 
 
+def identifiers(url: str, tenant: str, collection: str, *, sample: int, seed: int) -> dict[str, Any]:
+    """Identifier recall@5: identifiers (``snake_case``, ``--options``, ``dotted.names``, versions)
+    sampled from the stored chunks, each asked alone; found when a top-5 hit contains it."""
+    from flux_chroma.chroma.collections import open_collection
+    from flux_chroma.tasks.hybrid import _is_identifier
+    from flux_chroma.tasks.options import ChromaOptions
+    from flux_chroma.tasks.reader import query_collection
+
+    target = ChromaOptions(tenant=tenant, url=url).target(collection)
+    records = _stored(open_collection(target, create=False).collection)
+    pool = sorted({
+        token.strip(".,;:()[]<>'\"`")
+        for record in records
+        for token in record["text"].split()
+        if 6 <= len(token.strip(".,;:()[]<>'\"`")) <= 40
+    })
+    pool = [t for t in pool if _is_identifier(t) and any(ch.isalpha() for ch in t) and "@" not in t and "://" not in t]
+    asked = random.Random(seed).sample(pool, min(sample, len(pool)))
+    out: dict[str, Any] = {"identifiers": len(asked), "pool": len(pool)}
+    found = {"dense": 0, "hybrid": 0}
+    examples: list[str] = []
+    for term in asked:
+        hit = {}
+        for mode in found:
+            hits, _ = query_collection(target, [term], k=5, where=None, where_document=None, mode=mode)
+            hit[mode] = any(term in (h["document"] or "") for h in hits[0])
+            found[mode] += hit[mode]
+        if hit["hybrid"] and not hit["dense"] and len(examples) < 8:
+            examples.append(term)
+    for mode, n in found.items():
+        out[f"{mode}_recall@5"] = n / max(1, len(asked))
+    out["found_by_hybrid_only"] = examples
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line: ``corpus OUT.jsonl`` or ``measure -c COLLECTION --tenant T``."""
     parser = argparse.ArgumentParser(prog="python -m bench.retrieval", description=__doc__,
@@ -264,6 +299,12 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--seed", type=int, default=24)
     run.add_argument("--probes", type=int, default=None, help="hybrid: probes per question [default: MAX_PROBES]")
     run.add_argument("--word-fill", type=int, default=None, help="hybrid: words fill up to this many probes [default: WORD_FILL]")
+    ids = sub.add_parser("identifiers", help="identifier recall@5 of both modes on an ingested collection")
+    ids.add_argument("-c", "--collection", required=True)
+    ids.add_argument("--tenant", required=True)
+    ids.add_argument("--url", default=None)
+    ids.add_argument("--sample", type=int, default=100)
+    ids.add_argument("--seed", type=int, default=24)
     lat = sub.add_parser("latency", help="dense vs hybrid latency on N chunks written with hash vectors")
     lat.add_argument("--chunks", type=int, default=100_000)
     lat.add_argument("--tenant", default="bench")
@@ -276,6 +317,12 @@ def main(argv: list[str] | None = None) -> int:
 
         url = args.url or os.environ.get("FLUX_CHROMA_URL", "http://localhost:8000")
         print(json.dumps(latency(url, args.tenant, args.chunks, questions=args.questions, seed=args.seed), indent=1))
+        return 0
+    if args.command == "identifiers":
+        import os
+
+        url = args.url or os.environ.get("FLUX_CHROMA_URL", "http://localhost:8000")
+        print(json.dumps(identifiers(url, args.tenant, args.collection, sample=args.sample, seed=args.seed), indent=1))
         return 0
     if args.command == "corpus":
         print(f"wrote {build_corpus(args.out)} records to {args.out}")
