@@ -135,8 +135,13 @@ def ingest(
     exclude: Annotated[
         list[str] | None, typer.Option("--exclude", metavar="PATTERN", help="Leave out files matching this pattern, e.g. '**/*.min.html' (repeatable).")
     ] = None,
-    chunk_size: Annotated[int | None, typer.Option("--chunk-size", metavar="CHARS", help="Characters per chunk [default: 1000].")] = None,
-    chunk_overlap: Annotated[int | None, typer.Option("--chunk-overlap", metavar="CHARS", help="Characters of overlap [default: 100].")] = None,
+    chunk_size: Annotated[
+        int | None, typer.Option("--chunk-size", metavar="N", help="Chunk size in --chunk-unit, at most what the model reads [default: 200 tokens].")
+    ] = None,
+    chunk_overlap: Annotated[int | None, typer.Option("--chunk-overlap", metavar="N", help="Overlap in --chunk-unit [default: 0 tokens, 100 chars].")] = None,
+    chunk_unit: Annotated[
+        str | None, typer.Option("--chunk-unit", metavar="UNIT", help="tokens (the model's own tokenizer) or chars (the word chunker) [default: tokens].")
+    ] = None,
     batch_size: Annotated[int | None, typer.Option("--batch-size", metavar="CHUNKS", help="Chunks per batch (one checkpoint each) [default: 256].")] = None,
     cleanup: Annotated[
         str, typer.Option("--cleanup", metavar="MODE", help="Delete stale chunks after the job: none, incremental or full.")
@@ -195,6 +200,7 @@ def ingest(
             excludes=exclude,
             chunk_size=chunk_size,
             chunk_overlap=chunk_overlap,
+            chunk_unit=chunk_unit,
             batch_size=batch_size,
             cleanup=cleanup,
             duplicates=duplicates,
@@ -220,6 +226,15 @@ def query(
     where_document: Annotated[
         str | None, typer.Option("--where-document", metavar="JSON", help='Document filter as JSON, e.g. \'{"$contains": "flux"}\'.')
     ] = None,
+    mode: Annotated[
+        str, typer.Option("--mode", metavar="MODE", help="'hybrid' (vectors + the server's full-text index) or 'dense' (vectors only).")
+    ] = "hybrid",
+    distinct: Annotated[
+        bool, typer.Option("--distinct/--all", help="Show each text once (identical texts fold into the best hit) or every record.")
+    ] = True,
+    path_prefix: Annotated[
+        str | None, typer.Option("--path-prefix", metavar="DIR", help="Only files at or under this folder of an ingested folder, e.g. docs/api.")
+    ] = None,
     url: Url = None,
     tenant: Tenant = None,
     tenancy: Tenancy = "prefix",
@@ -228,7 +243,7 @@ def query(
     flux_home: FluxHome = None,
     debug: Debug = False,
 ) -> None:
-    """Print the nearest records to TEXT in one of the tenant's collections, ranked."""
+    """Print the records that best answer TEXT in one of the tenant's collections, ranked."""
     with cli_errors(debug=debug, json_out=json_out):
         from flux_chroma.chroma.naming import validate_collection_name
         from flux_chroma.cli.workflows import cli_collections, cli_query
@@ -246,6 +261,9 @@ def query(
             "k": k,
             "where": json_option(where, "--where"),
             "where_document": json_option(where_document, "--where-document"),
+            "mode": mode,
+            "distinct": distinct,
+            "path_prefix": path_prefix,
         }
         try:
             hits = run_workflow(cli_query, payload, flux_home)
@@ -402,6 +420,18 @@ def demo(
         from flux_chroma.cli.render import hits_table
 
         hits_table(result.hits, title=f"question: {question}")
+
+
+def _register_more() -> None:
+    from flux_chroma.cli import eval_cmd, stored, tenant, watch
+
+    stored.register(app)  # docs, show
+    eval_cmd.register(app)  # eval
+    watch.register(app)  # watch
+    tenant.register(app)  # tenant erase
+
+
+_register_more()
 
 
 def main() -> None:

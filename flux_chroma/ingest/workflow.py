@@ -25,6 +25,7 @@ from flux_chroma.ingest.dispatch import DEFAULT_UNIT_TIMEOUT, dispatch_units
 from flux_chroma.ingest.lookahead import ahead
 from flux_chroma.ingest.spec import IngestJob
 from flux_chroma.ingest.units import bounded_gather, run_units_inline, shard
+from flux_chroma.telemetry import span
 
 __all__ = ["ingest_steps", "ingest_job", "ingest_unit", "ingest_tenants", "build_report", "bounded_gather", "NAMESPACE", "job_from_input"]
 
@@ -37,7 +38,9 @@ def build_report(job: IngestJob, plan: dict[str, Any], receipts: list[dict[str, 
 
     Returns:
         ``tenant``, ``collection`` (written), ``requested_collection``, ``physical_name``,
-        ``digest``, ``sources``, ``docs``, ``chunks``, ``batches``, ``added``, ``updated``,
+        ``digest``, ``sources``, ``docs``, ``chunks``, ``truncated`` (chunks longer than the
+        model reads: 0 by construction with token chunking, ``None`` when the model declares
+        no tokenizer), ``chunker`` (its identity), ``batches``, ``added``, ``updated``,
         ``skipped``, ``deleted``, ``failed`` (chunks not written), ``embedded``,
         ``cache_hits``, ``embed_seconds``, ``verified``, ``cleanup``, ``duplicates``,
         ``duplicate_count``, ``skipped_files`` (up to 100 ``{"source", "path", "reason"}``:
@@ -55,6 +58,8 @@ def build_report(job: IngestJob, plan: dict[str, Any], receipts: list[dict[str, 
         "sources": plan["sources"],
         "docs": plan["docs"],
         "chunks": plan["chunks"],
+        "truncated": plan.get("truncated"),
+        "chunker": plan.get("chunker"),
         "batches": len(plan["batches"]),
     }
     for key in _SUMS:
@@ -233,7 +238,7 @@ async def ingest_tenants(ctx: ExecutionContext[dict[str, Any]]) -> dict[str, Any
 async def ingest_unit(ctx: ExecutionContext[dict[str, Any]]) -> dict[str, Any]:
     """Write one unit of a ``parallel`` job (started by the job; see ``flux_chroma.ingest.dispatch``).
 
-    Input: ``{"job": spec, "collection": str, "unit": {"unit", "of", "batches"}, "attempt": n}``
+    Input: ``{"job": spec, "collection": str, "unit": {"unit", "of", "batches"}}``
     (plus ``"overlap": True`` when the job turned batch overlap on).
     Each batch is an ``ingest_batch`` task (a checkpoint of this execution). The routing
     policy places units on the least-loaded worker (Flux's event dispatch mode; in poll
@@ -244,7 +249,8 @@ async def ingest_unit(ctx: ExecutionContext[dict[str, Any]]) -> dict[str, Any]:
     spec_dict = spec.work_dict()
     unit = data["unit"]
     write = ingest_batch.with_options(**spec.task_options())
-    receipts, failure = await run_units_inline([unit], _writer(write, data["collection"], spec_dict), 1)
+    with span("flux_chroma.ingest.unit", spec.tenant, data["collection"], unit=int(unit["unit"]), batches=len(unit["batches"])):
+        receipts, failure = await run_units_inline([unit], _writer(write, data["collection"], spec_dict), 1)
     if failure is not None:
         cause = failure.cause if isinstance(failure.cause, FluxChromaError) else FluxChromaError(repr(failure.cause))
         err = cause.__class__.__new__(cause.__class__)
