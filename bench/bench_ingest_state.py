@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             "tenant": "bench",
             "collection": "corpus",
             "sources": [{"kind": "jsonl", "path": str(corpus)}],
-            "chunking": {"size": 1000, "overlap": 100},
+            "chunking": {"size": 1000, "overlap": 100, "unit": "chars"},
             "batch_size": args.batch_size,
             "cleanup": "full",
         }

@@ -76,7 +76,7 @@ def main() -> int:
             "tenant": "demo",
             "collection": "notes",
             "sources": [{"kind": "files", "path": str(root / "notes")}],
-            "chunking": {"size": 300, "overlap": 40},
+            "chunking": {"size": 75, "overlap": 10},  # tokens of the model
             "batch_size": 16,
             "cleanup": "full",
         }

@@ -46,7 +46,7 @@ def test_tiny_benchmark_run_fills_every_row(tmp_path: Path) -> None:
     assert by_metric[(4, "embedder calls during re-ingest")]["value"] == 0
     assert by_metric[(1, "max abs vector difference")]["value"] <= 1e-5
     row7 = [r for r in results if r["row"] == 7]
-    assert len(row7) == 6  # 1 and 2 processes, cold and warm cache, + 2 on all cores, + the model alone
+    assert len(row7) == 6  # 1 and 2 processes, cold and warm cache, + 2 with the advised threads, + the model alone
     assert len([r for r in results if r["row"] == 8]) == 6  # four workflows, the goal, the remainder
     assert len([r for r in results if r["row"] == 9]) == 2  # ~1,000-character and short chunks
     row6 = [r["metric"] for r in results if r["row"] == 6]

@@ -31,7 +31,7 @@ def long_records(chroma_server, tmp_path_factory: pytest.TempPathFactory) -> str
         {"id": "short", "text": "Shipping takes five working days.", "metadata": {"topic": "shipping"}},
     ]
     (folder / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    done = cli("ingest", str(folder / "records.jsonl"), "-c", "policies", "--chunk-size", "2000",
+    done = cli("ingest", str(folder / "records.jsonl"), "-c", "policies", "--chunk-unit", "chars", "--chunk-size", "2000",
                "--url", chroma_server.url, "--tenant", tenant)
     assert done.returncode == 0, done.stderr
     return tenant

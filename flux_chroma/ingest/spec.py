@@ -161,7 +161,7 @@ class IngestJob:
         options: Loggable task options: ``tenancy``, ``url``, ``token_secret``, timeouts,
             ``cache``, ``space``, ``adopt``, and Flux's ``retry_max_attempts``,
             ``retry_delay``, ``retry_backoff``, ``timeout``; and ``unit_timeout``: seconds
-            a cluster unit may show no progress before it is dispatched again (default 600).
+            a cluster unit may show no progress before the job cancels it and fails (default 600).
         key: Job key for deterministic execution ids (default: a digest of the spec).
         parallel: Units (shards of consecutive batches) in flight at once, 1 to 256.
             Inline, up to ``parallel`` units run concurrently in the process (what makes
