@@ -56,7 +56,7 @@ def _job(tenant: str, root: Path, url: str, **extra: Any) -> dict[str, Any]:
         "tenant": tenant,
         "collection": "notes",
         "sources": [{"kind": "files", "path": str(root), "id": "notes"}],
-        "chunking": {"size": 120, "overlap": 20},
+        "chunking": {"size": 120, "overlap": 20, "unit": "chars"},
         "embedding_function": {"name": "counting-toy"},
         "cleanup": "full",
         "parallel": 3,

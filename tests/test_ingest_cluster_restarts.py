@@ -79,7 +79,7 @@ def _job(tenant: str, root: Path, url: str, unit_timeout: float, **options: Any)
         "tenant": tenant,
         "collection": "notes",
         "sources": [{"kind": "files", "path": str(root), "id": "notes"}],
-        "chunking": {"size": 120, "overlap": 20},
+        "chunking": {"size": 120, "overlap": 20, "unit": "chars"},
         "embedding_function": SLOW,
         "cleanup": "full",
         "parallel": 3,
