@@ -19,6 +19,8 @@ import os
 import pickle
 import secrets
 import socket
+import subprocess
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -61,15 +63,30 @@ def listening_addresses(pid: int) -> set[tuple[str, int]]:
     return found
 
 
+_SCAN = """
+import json, sys
+from pathlib import Path
+roots, wanted = json.loads(sys.argv[1])
+hits = []
+for root in map(Path, roots):
+    files = [root] if root.is_file() else [p for p in root.rglob("*") if p.is_file()]
+    for path in files:
+        data = path.read_bytes()
+        hits += [f"{path}: {n}" for n in wanted if n.encode() in data]
+print(json.dumps(hits))
+"""
+
+
 def scan_bytes(roots: Iterable[Path], needles: Iterable[str]) -> list[str]:
-    """``"file: needle"`` for every file under ``roots`` whose bytes contain a needle."""
-    wanted = [n.encode() for n in needles]
-    hits = []
-    for root in roots:
-        files = [root] if root.is_file() else [p for p in root.rglob("*") if p.is_file()]
-        for path in files:
-            data = path.read_bytes()
-            hits += [f"{path}: {n.decode()}" for n in wanted if n in data]
+    """``"file: needle"`` for every file under ``roots`` whose bytes contain a needle.
+
+    The files are read by a child process: closing a file descriptor of a SQLite database
+    releases every POSIX lock this process holds on it, so reading Flux's live database
+    (and its WAL) from here would break the locking of this process's own connections.
+    """
+    argv = json.dumps([[str(r) for r in roots], list(needles)])
+    done = subprocess.run([sys.executable, "-c", _SCAN, argv], capture_output=True, text=True, check=True, timeout=120)
+    hits: list[str] = json.loads(done.stdout)
     return hits
 
 
