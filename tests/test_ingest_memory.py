@@ -29,7 +29,7 @@ def _jsonl(path: Path, records: int) -> IngestJob:
             "tenant": "acme",
             "collection": "notes",
             "sources": [{"kind": "jsonl", "path": str(path), "id": "corpus"}],
-            "chunking": {"size": 1000, "overlap": 100},
+            "chunking": {"size": 1000, "overlap": 100, "unit": "chars"},
             "batch_size": 1000,
             "cleanup": "full",
         }
