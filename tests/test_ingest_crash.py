@@ -86,7 +86,7 @@ def test_sigkill_mid_job_then_resume_by_execution_id_in_new_processes(tmp_path: 
             "tenant": tenant,
             "collection": "handbook",
             "sources": [{"kind": "files", "path": str(tmp_path / "docs")}],
-            "chunking": {"size": 160, "overlap": 30},
+            "chunking": {"size": 160, "overlap": 30, "unit": "chars"},
             "batch_size": 40,
             "cleanup": "full",
             "embedding_function": {"name": "counting-default"},
