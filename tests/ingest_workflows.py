@@ -173,7 +173,7 @@ def assert_stored_exactly(raw_client: Any, physical: str, expected: dict[str, An
             **chunk.metadata,
             "fc_source": source["id"],
             "fc_loc": source_location(source),
-            "fc_hash": content_hash(chunk.document(), {"fc_source": source["id"], "fc_loc": source_location(source)}),
+            "fc_hash": content_hash(chunk.document()),
         }
 
 

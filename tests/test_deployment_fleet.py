@@ -221,7 +221,7 @@ def test_a_parallel_job_completes_on_the_fleet_the_docs_describe(fleet: DocFleet
 
 def test_doctor_flux_checks_every_worker_and_names_a_broken_one(fleet: DocFleet, tmp_path: Path) -> None:
     env = {**plain_env(), "FLUX_CHROMA_URL": fleet.chroma_url}
-    doctor = [str(BIN / "flux-chroma"), "doctor", "--flux", fleet.url, "--json", "--project", str(tmp_path)]
+    doctor = [str(BIN / "flux-chroma"), "doctor", "--flux", fleet.url, "--tenant", "docfleet", "--json", "--project", str(tmp_path)]
     done = subprocess.run(doctor, env=env, capture_output=True, text=True, timeout=HANG_GUARD, check=False, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     checks = {c["name"]: c for c in json.loads(done.stdout)["checks"]}

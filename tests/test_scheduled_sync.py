@@ -66,7 +66,8 @@ def test_the_schedule_runs_the_sync_twice_the_second_skips_everything_and_a_fail
         time.sleep(1)
     reports = sorted((r["output"] for r in done), key=lambda o: -o["added"])
     first, second = reports[0], reports[-1]
-    assert first["added"] == first["chunks"] > 0 and first["embedded"] == first["chunks"]
+    # Embedded now or found in the host's embedding cache (other tests may have embedded these texts).
+    assert first["added"] == first["chunks"] > 0 and first["embedded"] + first["cache_hits"] == first["chunks"]
     assert second["chunks"] == first["chunks"] and second["skipped"] == second["chunks"]
     assert (second["added"], second["updated"], second["deleted"], second["embedded"]) == (0, 0, 0, 0)
 

@@ -1,7 +1,7 @@
 """The distributed example serves questions on Flux's in-process runner, ingestion isolated.
 
 Checked twice: on the declarations Flux reads (``workflow.runner``), and through a real Flux
-server and worker (OS processes on loopback): the ``kb/ask`` execution ran inside the
+server and worker (OS processes on loopback): the ``kb-<tenant>/ask`` execution ran inside the
 worker's own process: the ``pid`` it reports is the worker's.
 """
 
@@ -47,21 +47,22 @@ def test_example_question_runs_inside_the_worker_process(
     docs.mkdir()
     (docs / "refunds.md").write_text("Refunds are paid within 30 days of the order.\n")
     (docs / "shipping.md").write_text("Parcels ship by freight within five days.\n")
+    copy = _example().register_for(tenant, tmp_path / f"kb-{tenant}.py")  # the tenant's own namespace
     with FluxStack(tmp_path / "stack", chroma_url=chroma_server.url) as stack:
-        names = {w["name"] for w in stack.register(EXAMPLE)}
+        names = {w["name"] for w in stack.register(copy)}
         assert {"ask", "collections", "ingest"} <= names
         worker_pid = stack.pid("worker-1")
 
-        ingest = stack.run_sync("kb/ingest", {"tenant": tenant, "path": str(docs)})
+        ingest = stack.run_sync(f"kb-{tenant}/ingest", {"path": str(docs)})
         assert ingest["state"] == "COMPLETED", ingest
         assert ingest["output"]["added"] == 2
 
         for question in ("how long do refunds take?", "how are parcels shipped?"):
-            answer = stack.run_sync("kb/ask", {"tenant": tenant, "question": question, "k": 1})
+            answer = stack.run_sync(f"kb-{tenant}/ask", {"question": question, "k": 1})
             assert answer["state"] == "COMPLETED", answer
             assert answer["output"]["pid"] == worker_pid
             assert answer["output"]["collections"][0]["count"] == 2
         assert answer["output"]["hits"][0]["document"].startswith("Parcels ship")
 
-        listing = stack.run_sync("kb/collections", {"tenant": tenant})
+        listing = stack.run_sync(f"kb-{tenant}/collections", {})
         assert [c["name"] for c in listing["output"]] == ["handbook"]

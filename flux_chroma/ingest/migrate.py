@@ -288,7 +288,7 @@ def _hashes(options: ChromaOptions, name: str, page: int, *, from_documents: boo
     out: dict[str, str] = {}
     for rid, doc, meta in zip(rows["ids"], rows["documents"], rows["metadatas"], strict=True):
         stored = (meta or {}).get(HASH_KEY)
-        out[rid] = str(stored) if stored and not from_documents else content_hash(Document(rid, doc or "", {k: v for k, v in (meta or {}).items() if k != HASH_KEY}))
+        out[rid] = str(stored) if stored and not from_documents else content_hash(Document(rid, doc or "", public_metadata(meta)))
     return out
 
 

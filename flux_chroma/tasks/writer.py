@@ -37,20 +37,10 @@ HASH_KEY = "fc_hash"
 _INTERNAL_KEYS = frozenset({HASH_KEY})
 
 
-def content_hash(doc: Document, extra: dict[str, Any] | None = None) -> str:
-    """Hash of a record's text and every metadata value it is stored with (but the hash).
-
-    Args:
-        doc: The record.
-        extra: Metadata added to it at write time (``WriteOptions.extra_metadata``).
-
-    Returns:
-        What decides "unchanged": the same for a record written by an ingestion job and for
-        its copy written by a migration.
-    """
-    metadata = {**doc.metadata, **(extra or {})}
+def content_hash(doc: Document) -> str:
+    """Hash of a record's text and user metadata (what decides "unchanged")."""
     canonical = json.dumps(
-        [doc.text, metadata], sort_keys=True, ensure_ascii=False, separators=(",", ":")
+        [doc.text, doc.metadata], sort_keys=True, ensure_ascii=False, separators=(",", ":")
     )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
 
@@ -154,7 +144,7 @@ def prepare_batch(
     }
     out = Prepared([], [], 0, 0, 0)
     for doc in docs:
-        digest = content_hash(doc, opts.extra_metadata)
+        digest = content_hash(doc)
         old = existing.get(doc.id)
         if opts.skip_unchanged and old is not None and old.get(HASH_KEY) == digest:
             out.skipped += 1
