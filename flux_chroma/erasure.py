@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from flux_chroma.chroma.aliases import list_aliases
-from flux_chroma.chroma.connection import forget_clients, forget_database, get_client
+from flux_chroma.chroma.connection import admin_client, forget_clients, forget_database, get_client
 from flux_chroma.chroma.naming import Namespace
 from flux_chroma.chroma.settings import ConnectionSettings
 from flux_chroma.errors import FluxChromaError, classify_chroma_error
@@ -71,28 +71,13 @@ def _documents(collection: Any) -> Iterator[str]:
 
 
 def _databases(settings: ConnectionSettings) -> list[str | None]:
-    from chromadb import AdminClient
-
     names: list[str | None] = [None]
     try:
-        admin = AdminClient(_admin_settings(settings))
+        admin = admin_client(settings)
         names.extend(str(d["name"]) for d in admin.list_databases() if d["name"] != "default_database")
     except Exception as exc:  # noqa: BLE001
         raise classify_chroma_error(exc, action="list databases", url=settings.url) from None
     return names
-
-
-def _admin_settings(settings: ConnectionSettings) -> Any:
-    from chromadb.config import Settings
-
-    return Settings(
-        chroma_api_impl="chromadb.api.fastapi.FastAPI",
-        chroma_server_host=settings.host,
-        chroma_server_http_port=settings.port,
-        chroma_server_ssl_enabled=settings.ssl,
-        chroma_server_headers=settings.header_dict(),
-        anonymized_telemetry=False,
-    )
 
 
 def _mine(namespace: Namespace, settings: ConnectionSettings) -> list[Any]:
@@ -238,9 +223,7 @@ def erase_tenant_sync(
 
 
 def _drop_database(settings: ConnectionSettings, database: str) -> bool:
-    from chromadb import AdminClient
-
-    admin = AdminClient(_admin_settings(settings))
+    admin = admin_client(settings)
     try:
         admin.delete_database(database)
     except Exception as exc:  # noqa: BLE001

@@ -217,8 +217,6 @@ def get_client(settings: ConnectionSettings, database: str | None = None) -> Cli
         ChromaUnavailableError: The server is unreachable or did not answer in time.
         NotChromaServerError: Something answers at the URL, but not Chroma.
     """
-    from chromadb.config import Settings
-
     db = database or _DEFAULT_DATABASE
     key = (os.getpid(), settings, db)
     client = _clients.get(key)
@@ -229,18 +227,9 @@ def get_client(settings: ConnectionSettings, database: str | None = None) -> Cli
         if client is not None:
             return client
         server_info(settings)  # names a dead or non-Chroma server before chromadb's client does
-        chroma_settings = Settings(
-            chroma_api_impl="chromadb.api.fastapi.FastAPI",
-            chroma_server_host=settings.host,
-            chroma_server_http_port=settings.port,
-            chroma_server_ssl_enabled=settings.ssl,
-            chroma_server_headers=settings.header_dict(),
-            anonymized_telemetry=False,
-            chroma_server_ssl_verify=settings.ssl_verify if settings.ssl else None,
-        )
         _building.settings = settings
         try:
-            client = _client_class()(tenant=_DEFAULT_TENANT, database=db, settings=chroma_settings)  # type: ignore[call-arg]
+            client = _client_class()(tenant=_DEFAULT_TENANT, database=db, settings=_chroma_settings(settings))  # type: ignore[call-arg]
         except Exception as exc:  # noqa: BLE001 - classified in one place
             raise _connect_error(exc, settings) from None
         finally:
@@ -248,6 +237,39 @@ def get_client(settings: ConnectionSettings, database: str | None = None) -> Cli
         _install_session(getattr(client, "_server", None), settings)  # no-op when already bounded
         _clients[key] = client
         return client
+
+
+def _chroma_settings(settings: ConnectionSettings) -> Any:
+    """chromadb ``Settings`` for an HTTP client of the server ``settings`` names (fresh each
+    time: chromadb's clients mutate the settings they are given)."""
+    from chromadb.config import Settings
+
+    return Settings(
+        chroma_api_impl="chromadb.api.fastapi.FastAPI",
+        chroma_server_host=settings.host,
+        chroma_server_http_port=settings.port,
+        chroma_server_ssl_enabled=settings.ssl,
+        chroma_server_headers=settings.header_dict(),
+        anonymized_telemetry=False,
+        chroma_server_ssl_verify=settings.ssl_verify if settings.ssl else None,
+    )
+
+
+def admin_client(settings: ConnectionSettings) -> Any:
+    """A chromadb ``AdminClient`` of the server, with the same bounded requests as
+    :func:`get_client` (connect and read timeouts, TLS verification, headers).
+
+    Args:
+        settings: Where the server is.
+
+    Returns:
+        The admin client (databases: get, create, list, delete).
+    """
+    from chromadb import AdminClient
+
+    admin = AdminClient(_chroma_settings(settings))
+    _install_session(getattr(admin, "_server", None), settings)
+    return admin
 
 
 def forget_database(settings: ConnectionSettings, database: str | None) -> None:
@@ -272,23 +294,10 @@ def database_exists_or_create(settings: ConnectionSettings, database: str) -> No
     Raises:
         ChromaUnavailableError: The server is unreachable.
     """
-    from chromadb import AdminClient
-    from chromadb.config import Settings
-
     if (settings, database) in _known_databases:
         return
     try:
-        admin = AdminClient(
-            Settings(
-                chroma_api_impl="chromadb.api.fastapi.FastAPI",
-                chroma_server_host=settings.host,
-                chroma_server_http_port=settings.port,
-                chroma_server_ssl_enabled=settings.ssl,
-                chroma_server_headers=settings.header_dict(),
-                anonymized_telemetry=False,
-            )
-        )
-        _install_session(getattr(admin, "_server", None), settings)
+        admin = admin_client(settings)
         try:
             admin.get_database(database, tenant=_DEFAULT_TENANT)
         except Exception as exc:  # noqa: BLE001

@@ -24,6 +24,7 @@ from flux_chroma._version import __version__
 from flux_chroma.cli.support import (
     CliError,
     ExitCode,
+    check_collection_target,
     check_settings,
     check_tenant,
     cli_errors,
@@ -245,13 +246,10 @@ def query(
 ) -> None:
     """Print the records that best answer TEXT in one of the tenant's collections, ranked."""
     with cli_errors(debug=debug, json_out=json_out):
-        from flux_chroma.chroma.naming import validate_collection_name
         from flux_chroma.cli.workflows import cli_collections, cli_query
         from flux_chroma.errors import CollectionNotFoundError
 
-        settings = check_settings(url)
-        check_tenant(tenant, tenancy)
-        validate_collection_name(collection)
+        settings = check_collection_target(url, tenant, tenancy, collection)
         payload = {
             "tenant": tenant,
             "tenancy": tenancy,

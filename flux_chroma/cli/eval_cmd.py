@@ -10,8 +10,7 @@ import typer
 from flux_chroma.cli.stored import Collection, Debug, FluxHome, JsonOut, Tenancy, Tenant, Url
 from flux_chroma.cli.support import (
     CliError,
-    check_settings,
-    check_tenant,
+    check_collection_target,
     cli_errors,
     print_json,
     run_workflow,
@@ -58,13 +57,10 @@ def eval_command(
 ) -> None:
     """Measure recall@k, MRR and nDCG@10 of a collection on a labelled set, per query mode."""
     with cli_errors(debug=debug, json_out=json_out):
-        from flux_chroma.chroma.naming import validate_collection_name
         from flux_chroma.quality.evaluate import check_run, evaluate_collection
         from flux_chroma.quality.labels import load_labels
 
-        settings = check_settings(url)
-        check_tenant(tenant, tenancy)
-        validate_collection_name(collection)
+        settings = check_collection_target(url, tenant, tenancy, collection)
         try:
             cutoffs = [int(part) for part in k.split(",") if part.strip()]
         except ValueError:

@@ -15,8 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from flux_chroma.cli.support import (
-    check_settings,
-    check_tenant,
+    check_collection_target,
     cli_errors,
     json_option,
     print_json,
@@ -37,12 +36,9 @@ Collection = Annotated[str, typer.Option("--collection", "-c", metavar="NAME", h
 
 
 def _run(task: str, collection: str, args: list[Any], url: str | None, tenant: str | None, tenancy: str, flux_home: Path | None) -> Any:
-    from flux_chroma.chroma.naming import validate_collection_name
     from flux_chroma.cli.inspect_workflows import cli_inspect
 
-    settings = check_settings(url)
-    check_tenant(tenant, tenancy)
-    validate_collection_name(collection)
+    settings = check_collection_target(url, tenant, tenancy, collection)
     payload = {"tenant": tenant, "tenancy": tenancy, "url": settings.url, "collection": collection, "task": task, "args": args}
     return run_workflow(cli_inspect, payload, flux_home)
 

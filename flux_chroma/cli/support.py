@@ -59,6 +59,7 @@ __all__ = [
     "report_error",
     "check_settings",
     "check_tenant",
+    "check_collection_target",
     "json_option",
     "run_workflow",
     "stdout",
@@ -259,6 +260,21 @@ def check_tenant(tenant: str | None, tenancy: str = "prefix") -> str:
         raise TenantError("no tenant given: every command that touches a collection works inside one tenant.")
     Namespace(validate_tenant(tenant), tenancy)  # type: ignore[arg-type]
     return tenant
+
+
+def check_collection_target(url: str | None, tenant: str | None, tenancy: str, collection: str) -> ConnectionSettings:
+    """Validate ``--url``, ``--tenant``/``--tenancy`` and ``-c`` of a command that reads one
+    collection, before any network call.
+
+    Returns:
+        The connection settings.
+    """
+    from flux_chroma.chroma.naming import validate_collection_name
+
+    settings = check_settings(url)
+    check_tenant(tenant, tenancy)
+    validate_collection_name(collection)
+    return settings
 
 
 def json_option(value: str | None, option: str) -> Any:
