@@ -43,14 +43,21 @@ def _print(renderable: Any, wide: bool) -> None:
 
 
 def _hit_label(hit: dict[str, Any]) -> str:
-    """A readable name for a hit: the file path (and chunk number) when known, else the id."""
+    """A readable name for a hit: the file path (and chunk number) when known, else the id;
+    then where in the file: the heading (``path > heading``) or the page."""
     meta = hit.get("metadata") or {}
+    cited = hit.get("citation") or {}
     rid = str(hit.get("id", ""))
-    path = meta.get("path")
-    if isinstance(path, str) and path:
-        chunk = rid.rsplit("#", 1)[-1].split(":", 1)[0] if "#" in rid else ""
-        return f"{path} #{chunk}" if chunk.isdigit() else path
-    return rid
+    path = cited.get("path") or meta.get("path")
+    if not (isinstance(path, str) and path):
+        return rid
+    chunk = rid.rsplit("#", 1)[-1].split(":", 1)[0] if "#" in rid else ""
+    label = f"{path} #{chunk}" if chunk.isdigit() else path
+    if cited.get("heading"):
+        label += f" > {cited['heading']}"
+    elif cited.get("page") is not None:
+        label += f" p.{cited['page']}"
+    return label
 
 
 def hits_table(
@@ -58,10 +65,11 @@ def hits_table(
 ) -> None:
     """Print ranked hits as search results: a header line per hit, then its text.
 
-    The header holds the rank, the distance and a readable name (the file path and chunk
-    number for ingested files, else the id), plus how many identical texts were folded into
-    the hit. The text is wrapped to the console's width and cut after ``lines`` lines, so four
-    hits fit a 24-line screen at 80 columns.
+    The header holds the rank, the distance and a readable name (for ingested files the path
+    and chunk number, then the heading the chunk is under, ``guide.md #3 > Install > Offline``,
+    or its page; else the id), plus how many identical texts were folded into the hit. The
+    text is wrapped to the console's width and cut after ``lines`` lines, so four hits fit a
+    24-line screen at 80 columns.
 
     Args:
         hits: ``[{"id", "document", "metadata", "distance", "duplicates"?}, ...]``, best first.
@@ -90,6 +98,8 @@ def hits_table(
             meta = hit.get("metadata") or {}
             if meta:
                 out.append("    " + json.dumps(meta, ensure_ascii=False, sort_keys=True))
+            if hit.get("citation"):
+                out.append("    citation: " + json.dumps(hit["citation"], ensure_ascii=False, sort_keys=True))
             if copies:
                 out.append("    identical: " + ", ".join(map(str, copies)))
         else:

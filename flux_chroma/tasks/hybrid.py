@@ -9,9 +9,12 @@ vectors are Chroma Cloud only in 1.5), but it does keep a full-text index behind
 1. :func:`probes` picks the question's distinctive parts, most specific first: quoted
    strings, the whole question as a phrase, identifiers and numbers (``fc_hash``,
    ``--no-cache``, ``1.5.9``, ``ExecStart``), then the longest words that are not stopwords.
-2. Each probe is one ``collection.query`` with the question's vector *restricted* to records
-   whose text contains the probe (``where_document``): a ranked list of the records holding
-   that term, nearest first. The unrestricted query is the dense list.
+2. :func:`combined_clause` folds every probe into ONE ``$regex`` alternation: one
+   ``collection.get`` (ids only, sent while the question is being embedded) finds the records
+   holding any probe, and one ``collection.query(ids=...)`` ranks them by the question's
+   vector. The server scans its text once per clause, so one clause instead of one request
+   per probe is what keeps hybrid's latency near dense's. :func:`contains` then tells which
+   probe each record holds, giving one ranked list per probe.
 3. :func:`fuse` ranks the union by weighted reciprocal rank fusion (RRF, k=60): a record
    found by a specific probe rises even when the dense list missed it. Records that contain
    the question itself (or a quoted part of it) word for word come first.
@@ -36,6 +39,8 @@ from flux_chroma.tasks.results import Hit
 __all__ = [
     "MODES",
     "Probe",
+    "combined_clause",
+    "contains",
     "distinct",
     "escape_regex",
     "fuse",
@@ -54,11 +59,20 @@ RRF_K = 60
 """The rank constant of reciprocal rank fusion (Cormack et al., 2009)."""
 
 MAX_PROBES = 4
-"""Full-text probes per question (each is one request to the server; 4 measured best, see
-docs/retrieval.md)."""
+"""Full-text probes per question (all sent as one regular expression, see docs/retrieval.md)."""
+
+MAX_MATCHES = 1000
+"""Most record ids one full-text request returns; beyond it the specific probes (quoted,
+phrase, identifiers) are asked again without the words."""
 
 WORD_FILL = 2
 """Words are probed only while a question has fewer probes than this."""
+
+WORD_WEIGHT = 1.0
+"""Fusion weight of a word probe (the dense list weighs 1)."""
+
+COMMON_FACTOR = 0.25
+"""A probe whose list came back full (a common term) counts this share of its weight."""
 
 MAX_PHRASE = 300
 """Longest question (characters) still probed as a whole phrase."""
@@ -128,6 +142,42 @@ def phrase_regex(text: str) -> dict[str, Any]:
     return {"$regex": "(?i)" + escape_regex(text)}
 
 
+def _pattern(probe: Probe) -> str:
+    if "$contains" in probe.clause:
+        return escape_regex(str(probe.clause["$contains"]))
+    pattern = str(probe.clause["$regex"])
+    return "(?i:" + pattern.removeprefix("(?i)") + ")" if pattern.startswith("(?i)") else pattern
+
+
+def combined_clause(found: Sequence[Probe]) -> dict[str, Any]:
+    """One ``where_document`` clause matching a record that holds any of ``found``.
+
+    Identifiers keep their case; phrases and words are case-insensitive (``(?i:...)``
+    groups of the server's Rust regex syntax). One clause costs the server one scan of its
+    text, where an ``$or`` of clauses costs one scan each.
+
+    Args:
+        found: Probes of one question (at least one).
+
+    Returns:
+        ``{"$regex": "p1|p2|..."}``.
+    """
+    return {"$regex": "|".join(_pattern(p) for p in found)}
+
+
+def contains(probe: Probe, document: str | None) -> bool:
+    """Whether ``document`` holds ``probe``, as its ``where_document`` clause decides it.
+
+    Identifiers are matched exactly; phrases and words ignore case and treat any run of
+    whitespace as one space.
+    """
+    if not document:
+        return False
+    if "$contains" in probe.clause:
+        return str(probe.clause["$contains"]) in document
+    return " ".join(probe.term.casefold().split()) in " ".join(document.casefold().split())
+
+
 def _words(text: str) -> list[str]:
     return [t.strip(_TRIM) for t in _TOKEN.findall(text)]
 
@@ -186,7 +236,7 @@ def probes(question: str, *, limit: int = MAX_PROBES, fill: int | None = None) -
     for word in sorted(plain, key=len, reverse=True):
         if len(out) >= fill:
             break
-        add(word, phrase_regex(word), 1.0, "word")
+        add(word, phrase_regex(word), WORD_WEIGHT, "word")
     return out
 
 
@@ -212,7 +262,7 @@ def fuse(
     scores: dict[str, float] = {}
     promoted: set[str] = set()
     for index, (ids, weight) in enumerate(lists):
-        w = weight * (0.25 if full is not None and index > 0 and full[index] else 1.0)
+        w = weight * (COMMON_FACTOR if full is not None and index > 0 and full[index] else 1.0)
         for rank, rid in enumerate(ids, start=1):
             scores[rid] = scores.get(rid, 0.0) + w / (RRF_K + rank)
         if exact is not None and exact[index]:

@@ -1,41 +1,83 @@
 """The read path: question(s) -> pin check -> embed (+cache) -> dense or hybrid -> distinct -> dicts.
 
 Results are plain JSON-able dicts ``{"id", "document", "metadata", "distance"}`` (plus
-``"duplicates"`` when identical texts were folded): no numpy (distributed Flux turns numpy
-into strings), no Chroma result objects, and none of flux-chroma's internal ``fc_*`` metadata
-keys. Only the question's embedding may come from the cache, never the results.
+``"duplicates"`` when identical texts were folded, and ``"citation"`` for records of ingested
+files): no numpy (distributed Flux turns numpy into strings), no Chroma result objects, and
+none of flux-chroma's internal ``fc_*`` metadata keys in ``metadata`` (the citation keys are
+under ``citation``). Only the question's embedding may come from the cache, never the results.
 
-``mode="hybrid"`` fuses the dense list with full-text probes on the server's own index (see
-:mod:`flux_chroma.tasks.hybrid`); ``distinct=True`` returns each text once. A filter that
-matched nothing because it can never match (``$contains`` on a string-valued key, a folder
-prefix on a collection without folder metadata) raises :class:`InvalidQueryError` instead of
-returning an empty list.
+``mode="hybrid"`` fuses the dense list with full-text matches from the server's own index (see
+:mod:`flux_chroma.tasks.hybrid`): one ``get`` of the ids matching any probe, sent while the
+question is embedded, then one ``query(ids=...)`` ranking them by vector beside the dense
+``query``. Where the server has ``collection.search()`` (Chroma Cloud) both lists come from one
+``search()`` request instead (:mod:`flux_chroma.tasks.cloud_search`). ``distinct=True`` returns
+each text once. A filter that matched nothing because it can never match (``$contains`` on a
+string-valued key, a folder prefix on a collection without folder metadata) raises
+:class:`InvalidQueryError` instead of returning an empty list.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from flux_chroma.chroma.collections import Resolved, Target, with_collection
 from flux_chroma.errors import InvalidQueryError
-from flux_chroma.tasks import hybrid
+from flux_chroma.tasks import cloud_search, hybrid
 from flux_chroma.tasks.results import Hit
 from flux_chroma.tasks.validation import RESERVED_PREFIX
 
-__all__ = ["Hit", "public_metadata", "query_collection"]
+__all__ = ["CITATION_KEYS", "Hit", "citation", "public_metadata", "query_collection"]
 
 _MAX_FETCH = 10_000
 _DIRS_KEY = "fc_dirs"
 
+CITATION_KEYS = {
+    "fc_heading": "heading",
+    "fc_page": "page",
+    "fc_start": "start",
+    "fc_end": "end",
+    "fc_title": "title",
+    "fc_format": "format",
+}
+"""Stored ``fc_*`` metadata keys a hit's ``citation`` carries, and their names there."""
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if hasattr(value, "item") else value
+
 
 def public_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
     """User metadata without flux-chroma's reserved ``fc_*`` keys, as plain Python values."""
-    return {
-        k: (v.item() if hasattr(v, "item") else v)
-        for k, v in (metadata or {}).items()
-        if not k.startswith(RESERVED_PREFIX)
-    }
+    return {k: _plain(v) for k, v in (metadata or {}).items() if not k.startswith(RESERVED_PREFIX)}
+
+
+def citation(record_id: str, metadata: dict[str, Any] | None) -> dict[str, Any]:
+    """Where a stored chunk comes from, from its metadata (empty for records not ingested from files).
+
+    Args:
+        record_id: The record id; an ingested chunk's id is ``<document id>#<n>:<hash>``.
+        metadata: The record's stored metadata, ``fc_*`` keys included.
+
+    Returns:
+        ``document`` (the id before ``#``, for chunk ids), ``path`` (the file's relative path),
+        then ``heading``, ``page``, ``start``, ``end``, ``title`` and ``format`` where stored
+        (see :data:`CITATION_KEYS`); ``{}`` when the record has none of the ``fc_*`` keys.
+
+    Example:
+        >>> citation("docs/a.md#2:9f06", {"path": "a.md", "fc_heading": "Setup", "fc_start": 10})
+        {'document': 'docs/a.md', 'path': 'a.md', 'heading': 'Setup', 'start': 10}
+    """
+    meta = metadata or {}
+    found = {name: _plain(meta[key]) for key, name in CITATION_KEYS.items() if meta.get(key) is not None}
+    if not found and "fc_source" not in meta:
+        return {}
+    head: dict[str, Any] = {}
+    if "#" in record_id:
+        head["document"] = record_id.split("#", 1)[0]
+    if isinstance(meta.get("path"), str):
+        head["path"] = meta["path"]
+    return {**head, **found}
 
 
 def _hits(result: dict[str, Any], row: int) -> list[Hit]:
@@ -43,15 +85,19 @@ def _hits(result: dict[str, Any], row: int) -> list[Hit]:
     documents = (result.get("documents") or [[None] * len(ids)])[row]
     metadatas = (result.get("metadatas") or [[None] * len(ids)])[row]
     distances = (result.get("distances") or [[None] * len(ids)])[row]
-    return [
-        {
+    out: list[Hit] = []
+    for rid, doc, meta, dist in zip(ids, documents, metadatas, distances, strict=True):
+        hit: Hit = {
             "id": str(rid),
             "document": doc,
             "metadata": public_metadata(meta),
             "distance": None if dist is None else float(dist),
         }
-        for rid, doc, meta, dist in zip(ids, documents, metadatas, distances, strict=True)
-    ]
+        cited = citation(str(rid), meta)
+        if cited:
+            hit["citation"] = cited
+        out.append(hit)
+    return out
 
 
 def _and(*clauses: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -59,6 +105,9 @@ def _and(*clauses: dict[str, Any] | None) -> dict[str, Any] | None:
     if not present:
         return None
     return present[0] if len(present) == 1 else {"$and": present}
+
+
+_INCLUDE: Any = ["documents", "metadatas", "distances"]
 
 
 class _Search:
@@ -75,24 +124,49 @@ class _Search:
             n_results=n,
             where=self.where,
             where_document=self.where_document,  # type: ignore[arg-type]
-            include=["documents", "metadatas", "distances"],
+            include=_INCLUDE,
         )
         return [_hits(dict(result), row) for row in range(len(vectors))]
 
-    def probe(self, vector: Any, clause: dict[str, Any], n: int) -> list[Hit]:
-        result = self.collection.query(
-            query_embeddings=[vector],
-            n_results=n,
+    def _ids(self, clause: dict[str, Any]) -> list[str]:
+        result = self.collection.get(
             where=self.where,
             where_document=_and(clause, self.where_document),  # type: ignore[arg-type]
-            include=["documents", "metadatas", "distances"],
+            limit=hybrid.MAX_MATCHES,
+            include=[],
         )
+        return [str(i) for i in result["ids"]]
+
+    def matching_ids(self, found: list[hybrid.Probe]) -> list[str]:
+        """Ids of the records holding any probe: one full-text request (two when it is cut)."""
+        if not found:
+            return []
+        ids = self._ids(hybrid.combined_clause(found))
+        specific = [p for p in found if p.kind != "word"]
+        if len(ids) >= hybrid.MAX_MATCHES and specific and len(specific) < len(found):
+            ids = list(dict.fromkeys(self._ids(hybrid.combined_clause(specific)) + ids))
+        return ids
+
+    def by_ids(self, vector: Any, ids: list[str], m: int) -> list[Hit]:
+        if not ids:
+            return []
+        result = self.collection.query(query_embeddings=[vector], ids=ids, n_results=min(m, len(ids)), include=_INCLUDE)
         return _hits(dict(result), 0)
 
-    def hybrid(self, question: str, vector: Any, n: int, pool: ThreadPoolExecutor) -> tuple[list[Hit], bool]:
+    def hybrid(
+        self, question: str, vector: Any, n: int, ids: Future[list[str]] | None, pool: ThreadPoolExecutor
+    ) -> tuple[list[Hit], bool]:
         found = hybrid.probes(question, limit=hybrid.MAX_PROBES)
-        futures = [pool.submit(self.probe, vector, p.clause, n) for p in found]
-        lists = [self.dense([vector], n)[0]] + [f.result() for f in futures]
+        m = n * max(1, len(found))
+        clause = hybrid.combined_clause(found) if found else None
+        pair = cloud_search.search_lists(self.collection, vector, clause, n, m, self.where, self.where_document)
+        if pair is not None:
+            dense, matched = _hits(pair[0], 0), (_hits(pair[1], 0) if pair[1] is not None else [])
+        else:
+            dense_future = pool.submit(self.dense, [vector], n)
+            matched = self.by_ids(vector, ids.result() if ids is not None else self.matching_ids(found), m)
+            dense = dense_future.result()[0]
+        lists = [dense] + [[h for h in matched if hybrid.contains(p, h["document"])][:n] for p in found]
         by_id: dict[str, Hit] = {}
         for hits in lists:
             for hit in hits:
@@ -158,16 +232,25 @@ def query_collection(
             digest=resolved.pin.fingerprint.digest,
             dimension=resolved.pin.dimension,
         )
-        embedded = embedder.embed(questions)
         search = _Search(resolved, full_where, where_document)
         out: list[list[Hit]] = []
-        with ThreadPoolExecutor(max_workers=hybrid.MAX_PROBES, thread_name_prefix="fc-probe") as pool:
+        with (
+            ThreadPoolExecutor(max_workers=hybrid.MAX_PROBES, thread_name_prefix="fc-text") as text_pool,
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="fc-dense") as dense_pool,
+        ):
+            # The full-text requests need no vector: they run while the questions are embedded.
+            early = mode == "hybrid" and cloud_search.search_supported(resolved.collection) is not True
+            ids = [
+                text_pool.submit(search.matching_ids, hybrid.probes(q, limit=hybrid.MAX_PROBES)) if early else None
+                for q in questions
+            ]
+            embedded = embedder.embed(questions)
 
             def ranked(index: int, n: int) -> tuple[list[Hit], bool]:
                 """Candidates for question ``index`` and whether more exist beyond ``n``."""
                 vector = embedded.vectors[index]
                 if mode == "hybrid":
-                    return search.hybrid(questions[index], vector, n, pool)
+                    return search.hybrid(questions[index], vector, n, ids[index], dense_pool)
                 hits = search.dense([vector], n)[0]
                 return hits, len(hits) >= n
 

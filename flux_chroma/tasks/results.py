@@ -63,6 +63,10 @@ class Hit(TypedDict):
         duplicates: With ``distinct=True`` (the default), the ids of other records with
             exactly the same text among the candidates, folded into this hit; absent when
             there are none.
+        citation: Where the text comes from, for records of ingested files: ``document``
+            (the document id), ``path``, ``heading``, ``page``, ``start``/``end`` (character
+            offsets in the document's text), ``title``, ``format`` (the keys the record has;
+            stored as ``fc_*`` metadata, see docs/retrieval.md); absent when it has none.
     """
 
     id: str
@@ -70,6 +74,7 @@ class Hit(TypedDict):
     metadata: dict[str, Any]
     distance: float | None
     duplicates: NotRequired[list[str]]
+    citation: NotRequired[dict[str, Any]]
 
 
 class CollectionEntry(TypedDict):

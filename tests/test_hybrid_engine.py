@@ -1,0 +1,132 @@
+"""Hybrid's one-request full-text path, the Chroma Cloud ``search()`` fallback, and citable hits.
+
+Against the session's real ``chroma run`` server: the one combined regular expression finds
+exactly the records the per-probe clauses find, :func:`contains` agrees with the server on
+every record, the local server's refusal of ``collection.search()`` is recognised and
+remembered without an error reaching the caller, and hits of ingested files carry their
+citation (document, path, heading, offsets) into the result and the CLI's header line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from query_workflows import ask_wf
+from typer.testing import CliRunner
+from workflows import ingest_wf
+
+from flux_chroma.cli.app import app
+from flux_chroma.tasks import cloud_search
+from flux_chroma.tasks.hybrid import combined_clause, contains, probes
+
+TEXTS = [
+    "The session setting keep_alive_ms is now called SESSION_LINGER_MS.",
+    "session_linger_ms in lower case is not the identifier.",
+    "Idle connections are closed after a timeout measured in milliseconds.",
+    "A regex like (?i)[a-z]+ must be searched literally, brackets and all.",
+    "Linger   time:\nhow long a socket waits for unsent data.",
+    "Nothing here matches anything asked.",
+]
+QUESTIONS = [
+    "what is SESSION_LINGER_MS?",
+    "linger time how long a socket waits",
+    "is (?i)[a-z]+ searched literally?",
+    'the "connections are closed" part about milliseconds',
+]
+
+
+def _ingest(tenant: str, collection: str, docs: list[dict[str, Any]]) -> None:
+    run = ingest_wf.run({"tenant": tenant, "collection": collection, "docs": docs})
+    assert run.has_succeeded, run.output
+
+
+def test_one_combined_clause_finds_what_the_probes_find_one_by_one(tenant: str, raw_client: Any) -> None:
+    _ingest(tenant, "texts", [{"id": f"t{i}", "text": t} for i, t in enumerate(TEXTS)])
+    coll = raw_client.get_collection(f"{tenant}__texts")
+    for question in QUESTIONS:
+        found = probes(question)
+        assert found, question
+        union: set[str] = set()
+        for probe in found:
+            server = set(coll.get(where_document=probe.clause, include=[])["ids"])
+            local = {f"t{i}" for i, text in enumerate(TEXTS) if contains(probe, text)}
+            assert local == server, (question, probe)  # contains() decides as the server does
+            union |= server
+        combined = set(coll.get(where_document=combined_clause(found), include=[])["ids"])
+        assert combined == union and union, question
+
+
+def test_search_is_tried_once_and_the_local_refusal_falls_back_silently(tenant: str, raw_client: Any) -> None:
+    _ingest(tenant, "cloudless", [{"id": f"t{i}", "text": t} for i, t in enumerate(TEXTS)])
+    coll = raw_client.get_collection(f"{tenant}__cloudless")
+    assert cloud_search.search_supported(coll) is None
+    vector = list(coll.get(ids=["t0"], include=["embeddings"])["embeddings"][0])
+    clause = combined_clause(probes("SESSION_LINGER_MS"))
+    assert cloud_search.search_lists(coll, vector, clause, 5, 5, None, None) is None
+    assert cloud_search.search_supported(coll) is False  # remembered: not asked again
+    assert cloud_search.search_lists(coll, vector, clause, 5, 5, None, None) is None
+
+    run = ask_wf.run({"tenant": tenant, "collection": "cloudless", "question": "SESSION_LINGER_MS", "k": 2})
+    assert run.has_succeeded, run.output
+    assert run.output[0]["id"] == "t0"
+
+
+def test_where_for_search_moves_document_clauses_under_the_document_key() -> None:
+    where = cloud_search.where_for_search({"lang": "en"}, {"$or": [{"$contains": "a"}, {"$regex": "b"}]})
+    assert where == {"$and": [{"lang": "en"}, {"$or": [{"#document": {"$contains": "a"}}, {"#document": {"$regex": "b"}}]}]}
+    assert cloud_search.where_for_search(None, None) is None
+
+
+GUIDE = """# Guide
+
+This guide covers the whole life of a deployment: planning the machines, sizing the disks,
+choosing a network layout, reading the logs, rotating credentials, and asking for help when
+something looks wrong. Read it once from the start before changing anything in production.
+
+## Install
+
+To install offline, copy the wheel files to the machine and run pip with --no-index.
+
+## Upgrade
+
+Upgrading keeps the stored collections.
+"""
+
+
+def test_hits_of_ingested_files_are_citable(url: str, tenant: str, tmp_path: Path) -> None:
+    from flux_chroma.ingest import run_ingest
+
+    folder = tmp_path / "site"
+    (folder / "docs").mkdir(parents=True)
+    (folder / "docs" / "guide.md").write_text(GUIDE, encoding="utf-8")
+    job = {"tenant": tenant, "collection": "cited", "sources": [{"kind": "files", "id": "site", "path": str(folder)}],
+           "chunking": {"size": 40}}
+    ctx = run_ingest(job)
+    assert ctx.has_succeeded, ctx.output
+    for mode in ("dense", "hybrid"):
+        run = ask_wf.run({"tenant": tenant, "collection": "cited", "question": "how do I install offline?", "k": 1, "mode": mode})
+        assert run.has_succeeded, run.output
+        hit = run.output[0]
+        json.dumps(hit)
+        cited = hit["citation"]
+        assert cited["document"] == "site/docs/guide.md" and cited["path"] == "docs/guide.md"
+        assert cited["heading"].endswith("Install"), cited
+        assert cited["format"] == "md"
+        assert GUIDE[cited["start"] : cited["end"]] == hit["document"]
+        assert not any(k.startswith("fc_") for k in hit["metadata"])  # metadata stays the user's
+
+    done = CliRunner().invoke(app, ["query", "how do I install offline?", "-c", "cited", "-k", "1", "--url", url,
+                                    "--tenant", tenant, "--flux-home", str(tmp_path / "flux")])
+    assert done.exit_code == 0, done.output
+    header = done.output.splitlines()[1]
+    assert re.match(r"^ 1\. \d\.\d{4}  docs/guide\.md #\d+ > .*Install", header), done.output
+
+
+def test_records_without_ingestion_metadata_have_no_citation(tenant: str) -> None:
+    _ingest(tenant, "plain", [{"id": "a", "text": "plain text", "metadata": {"path": "x.md"}}])
+    run = ask_wf.run({"tenant": tenant, "collection": "plain", "question": "plain text", "k": 1})
+    assert run.has_succeeded, run.output
+    assert "citation" not in run.output[0]
