@@ -25,6 +25,8 @@ from typing import Any
 import httpcore
 import httpx
 
+from flux_chroma.seams import set_connection_pool
+
 __all__ = ["BoundedSession", "RequestDeadlineError"]
 
 _state = threading.local()  # .budget: seconds after connect; .end: time.monotonic() deadline
@@ -120,13 +122,14 @@ def _transport(verify: bool, limits: httpx.Limits) -> httpx.HTTPTransport:
     transport = httpx.HTTPTransport(verify=verify, limits=limits)
     # httpx has no public hook for httpcore's network backend; the pool is rebuilt the way
     # HTTPTransport builds it (tests/test_reliability_hangs.py proves the deadline holds).
-    transport._pool = httpcore.ConnectionPool(
+    pool = httpcore.ConnectionPool(
         ssl_context=httpx.create_ssl_context(verify=verify),
         max_connections=limits.max_connections,
         max_keepalive_connections=limits.max_keepalive_connections,
         keepalive_expiry=limits.keepalive_expiry,
         network_backend=_DeadlineBackend(),
     )
+    set_connection_pool(transport, pool)
     return transport
 
 

@@ -25,6 +25,13 @@ from flux_chroma.errors import (
     OneOwnerError,
     classify_chroma_error,
 )
+from flux_chroma.seams import (
+    client_class_with_first_call_hook,
+    client_server,
+    client_settings,
+    http_session,
+    set_http_session,
+)
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -50,15 +57,10 @@ def _session(settings: ConnectionSettings, headers: Any = None, limits: httpx.Li
 
 def _install_session(server: Any, settings: ConnectionSettings) -> None:
     """Replace chromadb's unbounded session (``timeout=None``) with a :class:`BoundedSession`."""
-    old = getattr(server, "_session", None)
+    old = http_session(server)
     if isinstance(old, BoundedSession):
         return
-    if not isinstance(old, httpx.Client):
-        raise ChromaUnavailableError(
-            "chromadb's HttpClient no longer exposes its HTTP session; flux-chroma cannot "
-            "bound its requests. Use the chromadb version range flux-chroma declares."
-        )
-    server._session = _session(settings, headers=old.headers, limits=getattr(server, "http_limits", None))
+    set_http_session(server, _session(settings, headers=old.headers, limits=getattr(server, "http_limits", None)))
     old.close()
 
 
@@ -74,16 +76,13 @@ def _client_class() -> type[ClientAPI]:
     """
     global _CLIENT_CLASS
     if _CLIENT_CLASS is None:
-        from chromadb.api.client import Client
 
-        class BoundedClient(Client):
-            def get_user_identity(self) -> Any:
-                settings = getattr(_building, "settings", None)
-                if settings is not None:
-                    _install_session(self._server, settings)
-                return super().get_user_identity()
+        def bound(server: Any) -> None:
+            settings = getattr(_building, "settings", None)
+            if settings is not None:
+                _install_session(server, settings)
 
-        _CLIENT_CLASS = BoundedClient
+        _CLIENT_CLASS = client_class_with_first_call_hook(bound)
     return _CLIENT_CLASS
 
 
@@ -111,7 +110,7 @@ def refuse_local_client(client: Any) -> None:
     Raises:
         OneOwnerError: Always for non-HTTP chromadb clients, with the fix.
     """
-    settings = getattr(getattr(client, "_system", None), "settings", None)
+    settings = client_settings(client)
     impl = getattr(settings, "chroma_api_impl", "")
     if impl and "fastapi" not in str(impl).lower():
         path = getattr(settings, "persist_directory", None)
@@ -234,7 +233,7 @@ def get_client(settings: ConnectionSettings, database: str | None = None) -> Cli
             raise _connect_error(exc, settings) from None
         finally:
             _building.settings = None
-        _install_session(getattr(client, "_server", None), settings)  # no-op when already bounded
+        _install_session(client_server(client), settings)  # no-op when already bounded
         _clients[key] = client
         return client
 
@@ -268,7 +267,7 @@ def admin_client(settings: ConnectionSettings) -> Any:
     from chromadb import AdminClient
 
     admin = AdminClient(_chroma_settings(settings))
-    _install_session(getattr(admin, "_server", None), settings)
+    _install_session(client_server(admin), settings)
     return admin
 
 

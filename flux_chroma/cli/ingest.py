@@ -257,11 +257,10 @@ class ProgressReporter:
         """Batches committed to Flux's log so far (read from the log; else counted here)."""
         if self.execution_id is not None:
             with suppress(Exception):  # best effort while stopping
-                from flux.context_managers import ContextManager
-
                 from flux_chroma.ingest.jobs import committed_work
+                from flux_chroma.seams import execution_store
 
-                events = list(ContextManager.create().get(self.execution_id).events)
+                events = list(execution_store().get(self.execution_id).events)
                 return int(committed_work(events)["committed"] or 0)
         return self.committed_before + self.batches_done
 

@@ -11,6 +11,14 @@ from typing import Any
 
 import diskcache
 
+from flux_chroma.seams import (
+    cache_connection,
+    cache_disk,
+    cache_sql,
+    disk_directory,
+    retry_cache_statements,
+)
+
 __all__ = ["BUSY_TIMEOUT", "BoundedCache", "SafeDisk"]
 
 _SELECT_CHUNK = 500  # keys per SELECT (SQLite's limit on bound variables is far above)
@@ -69,12 +77,29 @@ class SafeDisk(diskcache.Disk):  # type: ignore[misc]
         Args:
             file_path: Path relative to the cache folder.
         """
-        root = os.path.realpath(self._directory)
+        root = os.path.realpath(disk_directory(self))
         target = os.path.realpath(os.path.join(root, file_path))
         if os.path.commonpath([root, target]) == root and target != root:
             super().remove(file_path)
 
 
+def _within_busy_timeout(sql: Any) -> Any:
+    """``sql``, retried on a locked database for :data:`BUSY_TIMEOUT` only (diskcache: 60 s)."""
+
+    def execute(statement: str, *args: Any, **kwargs: Any) -> Any:
+        deadline = time.monotonic() + BUSY_TIMEOUT
+        while True:
+            try:
+                return sql(statement, *args, **kwargs)
+            except sqlite3.OperationalError as exc:
+                if str(exc) != "database is locked" or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.005)
+
+    return execute
+
+
+@retry_cache_statements(_within_busy_timeout)
 class BoundedCache(diskcache.Cache):  # type: ignore[misc]
     """diskcache's ``Cache`` whose opening statements give up on a busy database after
     :data:`BUSY_TIMEOUT` instead of retrying them for 60 s, with lock-free batch reads.
@@ -102,13 +127,13 @@ class BoundedCache(diskcache.Cache):  # type: ignore[misc]
         for begin in range(0, len(keys), _SELECT_CHUNK):
             part = list(keys[begin : begin + _SELECT_CHUNK])
             marks = ",".join("?" * len(part))
-            rows = self._sql(
+            rows = cache_sql(self)(
                 "SELECT rowid, key, mode, filename, value FROM Cache WHERE raw = 1"
                 f" AND key IN ({marks}) AND (expire_time IS NULL OR expire_time > ?)",
                 (*part, now),
             ).fetchall()
             for rowid, key, mode, filename, value in rows:
-                found[key] = (rowid, self._disk.fetch(mode, filename, value, False))
+                found[key] = (rowid, cache_disk(self).fetch(mode, filename, value, False))
         values = [found[k][1] if k in found else None for k in keys]
         return values, [rowid for rowid, _ in found.values()]
 
@@ -124,7 +149,7 @@ class BoundedCache(diskcache.Cache):  # type: ignore[misc]
         """
         if not rowids:
             return True
-        con = self._con
+        con = cache_connection(self)
         con.execute("PRAGMA busy_timeout = 0")
         try:
             now = time.time()
@@ -139,19 +164,3 @@ class BoundedCache(diskcache.Cache):  # type: ignore[misc]
         finally:
             con.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
         return True
-
-    @property
-    def _sql_retry(self) -> Any:
-        sql = self._sql
-
-        def execute(statement: str, *args: Any, **kwargs: Any) -> Any:
-            deadline = time.monotonic() + BUSY_TIMEOUT
-            while True:
-                try:
-                    return sql(statement, *args, **kwargs)
-                except sqlite3.OperationalError as exc:
-                    if str(exc) != "database is locked" or time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.005)
-
-        return execute

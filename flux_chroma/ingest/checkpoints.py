@@ -1,6 +1,6 @@
 """Inline checkpoints that hand Flux only the events it has not stored yet.
 
-Flux's inline checkpoint (``Workflow._save``, flux-core 0.87) passes the whole execution
+Flux's inline checkpoint (``Workflow.run``'s, flux-core 0.87) passes the whole execution
 context to ``ContextManager.save`` after every task start and end. Flux then asks its database
 which of those events it already holds with one ``event_id IN (?, ?, ...)`` query over the
 WHOLE event log, so every checkpoint sends a different SQL text (one or two parameters longer
@@ -22,6 +22,8 @@ from __future__ import annotations
 from typing import Any
 
 from flux import ExecutionContext
+
+from flux_chroma.seams import execution_store
 
 __all__ = ["DeltaCheckpoint"]
 
@@ -57,7 +59,7 @@ class DeltaCheckpoint:
             its events are the ones the database already holds.
 
     Example:
-        >>> wf._save(ctx)
+        >>> save_execution(ctx)  # flux_chroma.seams
         >>> ctx.set_checkpoint(DeltaCheckpoint(ctx))
     """
 
@@ -70,11 +72,10 @@ class DeltaCheckpoint:
 
     async def __call__(self, ctx: ExecutionContext[Any]) -> None:
         """Store the state, the output and the new events of ``ctx``."""
-        from flux.context_managers import ContextManager
         from flux.errors import ExecutionContextNotFoundError, StaleClaimError
 
         new = self.unsaved(ctx)
-        manager = ContextManager.create()
+        manager = execution_store()
         try:
             manager.update(_Unsaved(ctx, new))
         except (ExecutionContextNotFoundError, StaleClaimError):

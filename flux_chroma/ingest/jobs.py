@@ -37,6 +37,7 @@ from flux_chroma.errors import ConfigurationError
 from flux_chroma.flux_state import ensure_flux_db_folder
 from flux_chroma.ingest.checkpoints import DeltaCheckpoint
 from flux_chroma.ingest.spec import digest_of
+from flux_chroma.seams import execution_store, register_workflow, save_execution
 
 __all__ = ["execution_base", "execution_id", "latest_run", "run_durable", "JobBusyError", "Progress", "committed_work"]
 
@@ -60,15 +61,9 @@ def execution_id(base: str, run: int) -> str:
     return f"{base}-r{run}"
 
 
-def _manager() -> Any:
-    from flux.context_managers import ContextManager
-
-    return ContextManager.create()
-
-
 def latest_run(base: str) -> tuple[int, dict[str, Any] | None]:
     """``(run number, Flux summary)`` of the newest run of a job family (``(0, None)``)."""
-    manager = _manager()
+    manager = execution_store()
     run = 0
     while manager.exists(execution_id(base, run + 1)):
         run += 1
@@ -174,9 +169,9 @@ def run_durable(
             state = str(summary["state"])
             eid = execution_id(base, run)
             if state in _RESUMABLE:
-                return _run(wf, _manager().get(eid), on_progress, resumed_from=eid)
+                return _run(wf, execution_store().get(eid), on_progress, resumed_from=eid)
             if state in _RERUN_WITH_REPLAY:
-                copied = _replayable_events(_manager().get(eid))
+                copied = _replayable_events(execution_store().get(eid))
                 replayed_from = eid
             elif state != "COMPLETED":
                 raise ConfigurationError(
@@ -185,7 +180,7 @@ def run_durable(
                 )
         eid = execution_id(base, run + 1)
         ctx: ExecutionContext[Any] = ExecutionContext(
-            workflow_id=wf._ensure_registered(),
+            workflow_id=register_workflow(wf),
             workflow_namespace=wf.namespace,
             workflow_name=wf.name,
             input={**input, "run": run + 1, "replayed_from": replayed_from},
@@ -193,5 +188,5 @@ def run_durable(
         )
         ctx.start(f"{wf.name}_{eid}")
         ctx.events.extend(copied)
-        wf._save(ctx)  # exists (RUNNING) before the first task: a crash anywhere is resumable
+        save_execution(ctx)  # exists (RUNNING) before the first task: a crash anywhere is resumable
         return _run(wf, ctx, on_progress, resumed_from=replayed_from)
