@@ -27,7 +27,7 @@ _SAMPLE_FLAGS = (
     "chunk_sample",
     "naive_sample",
     "naive_batch",
-    "overlap_sample",
+    "first_ingest_sample",
     "queries",
     "reps",
     "scale_docs",
@@ -151,10 +151,10 @@ def _run_rows(b: object) -> None:
     from bench.context import Bench
     from bench.rows_cluster import run_row11
     from bench.rows_embed import run_row1
+    from bench.rows_first_ingest import run_row9
     from bench.rows_ingest import run_row2, run_row3, run_row4
     from bench.rows_int8 import run_row12
     from bench.rows_memory import run_row6
-    from bench.rows_overlap import run_row9
     from bench.rows_parallel import run_row10
     from bench.rows_procs import run_row7
     from bench.rows_query import run_row5

@@ -45,9 +45,9 @@ class Plan:
             many 1000-character chunks too).
         procs: Row 7: process counts.
         serve_calls: Row 8: timed calls per served workflow.
-        overlap_sample: Row 9: ~1,000-character chunks ingested each way (and twice as many
+        first_ingest_sample: Row 9: ~1,000-character chunks ingested (and twice as many
             short corpus chunks).
-        overlap_reps: Row 9: paired runs per sample.
+        first_ingest_reps: Row 9: runs per sample.
         rss_sizes: Row 6: corpus sizes of the peak-RSS series (fixed, whatever ``sizes`` says).
         parallel_docs: Row 10: chunks of the inline ``parallel`` job.
         cluster_docs: Row 11: chunks of the cluster job (real model).
@@ -67,8 +67,8 @@ class Plan:
     int8_sample: int = 450
     procs: tuple[int, ...] = (1, 2, 4)
     serve_calls: int = 30
-    overlap_sample: int = 700
-    overlap_reps: int = 3
+    first_ingest_sample: int = 700
+    first_ingest_reps: int = 3
     rss_sizes: tuple[int, ...] = (10_000, 50_000, 200_000)
     parallel_docs: int = 1024
     cluster_docs: int = 2000
@@ -90,8 +90,8 @@ class Plan:
             scale_docs=min(600, max(sizes)),
             int8_sample=60,
             serve_calls=10,
-            overlap_sample=150,
-            overlap_reps=1,
+            first_ingest_sample=150,
+            first_ingest_reps=1,
             rss_sizes=(2000, 10_000, 40_000),
             parallel_docs=512,
             cluster_docs=600,

@@ -19,7 +19,7 @@ ROW_TITLES = {
     6: "Ingestion job: Flux state and peak RSS",
     7: "Multi-process ingest against one server",
     8: "Query serving through a Flux server and worker, both runners",
-    9: "First ingest: overlapped batches vs sequential",
+    9: "First ingest, sequential: where the wall time goes",
     10: "Ingestion job inline with parallel units: I/O-bound (remote) embedder",
     11: "Ingestion job across a Flux cluster: workers on one host, dispatch overhead",
     12: "int8 variant of the default model: speed and retrieval quality vs fp32",

@@ -10,8 +10,9 @@ write/query -> plain JSON results.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from flux_chroma._lazy import lazy_exports
 from flux_chroma._version import __version__
 from flux_chroma.chroma.collections import Resolved
 from flux_chroma.chroma.server import ChromaServer
@@ -77,15 +78,9 @@ from flux_chroma.tasks.task import ChromaTask
 if TYPE_CHECKING:
     from flux_chroma.embedding import EmbeddingCache, FastDefaultEmbedding
 
-_LAZY = ("FastDefaultEmbedding", "EmbeddingCache")  # chromadb, onnxruntime, numpy, diskcache
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from flux_chroma import embedding
-
-        return getattr(embedding, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# Imported on first use: they need chromadb, onnxruntime, numpy and diskcache.
+_LAZY = {"embedding": ("EmbeddingCache", "FastDefaultEmbedding")}
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 __all__ = [
     "__version__",

@@ -25,7 +25,7 @@ def test_tiny_benchmark_run_fills_every_row(tmp_path: Path) -> None:
     command = [
         sys.executable, "-m", "bench", "--sizes", "100", "--quick", "--embed-sample", "12",
         "--chunk-sample", "8", "--naive-sample", "6", "--naive-batch", "3", "--queries", "4",
-        "--reps", "1", "--scale-docs", "24", "--procs", "1,2", "--serve-calls", "2", "--overlap-sample", "12",
+        "--reps", "1", "--scale-docs", "24", "--procs", "1,2", "--serve-calls", "2", "--first-ingest-sample", "12",
         "--int8-sample", "24",
         "--rss-sizes", "60,120", "--parallel-docs", "32", "--cluster-docs", "40", "--workers", "1,2",
         "--out", str(out),

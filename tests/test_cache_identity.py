@@ -19,7 +19,7 @@ from chromadb.utils.embedding_functions import register_embedding_function
 from flux import ExecutionContext, workflow
 
 from flux_chroma import FastDefaultEmbedding, embed_and_add, query
-from flux_chroma.embedding import CANARY_TEXTS, CachingEmbedder, compute_fingerprint
+from flux_chroma.embedding import CANARY_TEXTS, compute_fingerprint
 from flux_chroma.embedding.identity import cache_namespace
 
 DIM = 16
@@ -240,27 +240,3 @@ class _ListConfig(TruncatingToyEmbedding):
 )
 def test_incomplete_identity_is_not_cacheable(ef: Any) -> None:
     assert cache_namespace(ef, "0123456789abcdef") is None
-
-
-def test_vectors_computed_ahead_are_used_only_by_the_same_identity() -> None:
-    digest = compute_fingerprint(SHORT_CUT).digest  # the pinned digest both would be given
-    ahead = CachingEmbedder(SHORT_CUT, digest=digest, dimension=DIM).precompute([LONG_TEXT])
-    assert LONG_TEXT in ahead.vectors
-
-    same = TruncatingToyEmbedding(max_chars=100)  # another object, same identity: reused
-    reused = CachingEmbedder(same, digest=digest, dimension=DIM).embed([LONG_TEXT], ready=ahead)
-    assert same.embedded == [] and reused.misses == 1
-
-    other = TruncatingToyEmbedding(max_chars=5000)  # same fingerprint, other config: ignored
-    own = CachingEmbedder(other, digest=digest, dimension=DIM).embed([LONG_TEXT], ready=ahead)
-    assert other.embedded == [LONG_TEXT]
-    assert _distance(own.vectors[0], LONG_CUT([LONG_TEXT])[0]) < 1e-6
-
-    # A function without get_config() only trusts vectors it computed itself.
-    mine = CachingEmbedder(NO_CONFIG_SHORT, digest=digest, dimension=DIM).precompute(["x" * 300])
-    twin = NoConfigTruncatingEmbedding(max_chars=5000)
-    CachingEmbedder(twin, digest=digest, dimension=DIM).embed(["x" * 300], ready=mine)
-    assert twin.embedded == ["x" * 300]
-    before = len(NO_CONFIG_SHORT.embedded)
-    CachingEmbedder(NO_CONFIG_SHORT, digest=digest, dimension=DIM).embed(["x" * 300], ready=mine)
-    assert len(NO_CONFIG_SHORT.embedded) == before

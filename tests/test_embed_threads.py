@@ -80,7 +80,7 @@ def test_one_session_per_thread_count() -> None:
 
 
 # Three threads embedding batches of long texts in a loop: at any moment one runs the model and
-# the others wait for it, as in an ingestion with overlap or parallel units. Before this change
+# the others wait for it, as in an ingestion with parallel units. Before this change
 # a waiting thread held the host-wide queue lock of embedding/core_gate.py, so stopping the
 # process at such a moment blocked every other embedding process of the OS user.
 STOPPED = """

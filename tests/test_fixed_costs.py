@@ -17,16 +17,14 @@ from pathlib import Path
 from workflows import ingest_wf
 
 from flux_chroma.embedding import FastDefaultEmbedding, chroma_default_model_dir
-from flux_chroma.embedding.fingerprint_store import (
-    fingerprint_dir,
-    load_fingerprint,
-    model_files_key,
-)
 from flux_chroma.embedding.identity import (
     Fingerprint,
     clear_fingerprint_cache,
     compute_fingerprint,
+    fingerprint_dir,
     fingerprints_match,
+    load_fingerprint,
+    model_files_key,
 )
 
 TESTS = Path(__file__).resolve().parent

@@ -28,7 +28,9 @@ def test_py_typed_marker_ships() -> None:
     assert (ROOT / "flux_chroma" / "py.typed").exists()
 
 
-MAX_MODULE_LINES = 600  # a ceiling against 1,300-line files; ~400 is the guideline (house style)
+MAX_MODULE_LINES = 600
+"""The hard ceiling, against 1,300-line files. About 400 lines is a guideline (house style), not a
+rule: a cohesive module may pass it; splitting one into 30-line pieces to stay under it is worse."""
 PACKAGE = ROOT / "flux_chroma"
 
 
@@ -39,45 +41,47 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _module_level_imports(tree: ast.Module, name: str, is_package: bool) -> set[str]:
-    """Modules imported when the module runs (``if TYPE_CHECKING:`` and function bodies excluded)."""
+def imports_of(tree: ast.Module, name: str, is_package: bool, modules: frozenset[str] = frozenset()) -> set[str]:
+    """Every module the code imports: module level AND inside functions and classes.
+
+    A function-level import still ties the two modules together (it only moves the cycle from
+    import time to call time), so it counts. Only ``if TYPE_CHECKING:`` blocks are left out:
+    they never run. ``from package import submodule`` (every name a module in ``modules``)
+    names the submodules, not the package's ``__init__``.
+    """
     found: set[str] = set()
 
-    def visit(body: list[ast.stmt]) -> None:
-        for node in body:
-            if isinstance(node, ast.Import):
-                found.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    anchor = name.split(".") if is_package else name.split(".")[:-1]
-                    anchor = anchor[: len(anchor) - (node.level - 1)]
-                    base = ".".join([*anchor, base] if base else anchor)
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = name.split(".") if is_package else name.split(".")[:-1]
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            names = {f"{base}.{alias.name}" for alias in node.names}
+            found.update(names)
+            if not names <= modules:
                 found.add(base)
-                found.update(f"{base}.{alias.name}" for alias in node.names)
-            elif isinstance(node, ast.If):
-                test = ast.unparse(node.test)
-                if "TYPE_CHECKING" not in test:
-                    visit(node.body)
-                visit(node.orelse)
-            elif isinstance(node, ast.Try):
-                visit(node.body)
-                for handler in node.handlers:
-                    visit(handler.body)
-                visit(node.orelse)
-                visit(node.finalbody)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
 
-    visit(tree.body)
+    visit(tree)
     return found
 
 
 def import_graph() -> dict[str, set[str]]:
-    """``module -> flux_chroma modules it imports at module level``."""
+    """``module -> flux_chroma modules it imports`` (anywhere in its code, see :func:`imports_of`)."""
     files = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
     graph: dict[str, set[str]] = {}
     for name, path in files.items():
         tree = ast.parse(path.read_text(), filename=str(path))
-        imported = _module_level_imports(tree, name, path.name == "__init__.py")
+        imported = imports_of(tree, name, path.name == "__init__.py", frozenset(files))
         graph[name] = {m for m in imported if m in files and m != name}
     return graph
 
@@ -115,7 +119,10 @@ def test_no_module_is_over_the_ceiling() -> None:
         for p in PACKAGE.rglob("*.py")
         if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
     }
-    assert not too_long, f"split these modules along their cohesive seams (max {MAX_MODULE_LINES} lines): {too_long}"
+    assert not too_long, (
+        f"over the hard ceiling of {MAX_MODULE_LINES} lines: {too_long}. Split each along a cohesive seam "
+        "(about 400 lines is a guideline, not a target: keep what belongs together in one module)"
+    )
 
 
 def test_no_import_cycle_among_package_modules() -> None:
@@ -128,3 +135,20 @@ def test_no_import_cycle_among_package_modules() -> None:
 def test_the_cycle_finder_finds_a_cycle() -> None:
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_imports_inside_functions_count_and_type_checking_ones_do_not() -> None:
+    code = """
+from typing import TYPE_CHECKING
+if TYPE_CHECKING:
+    from flux_chroma.errors import FluxChromaError
+def f():
+    from flux_chroma.embedding import identity
+class C:
+    def g(self):
+        import flux_chroma.chroma.naming
+"""
+    found = imports_of(ast.parse(code), "flux_chroma.x", False, frozenset({"flux_chroma.embedding.identity"}))
+    assert {"flux_chroma.embedding.identity", "flux_chroma.chroma.naming"} <= found
+    assert "flux_chroma.errors" not in found
+    assert "flux_chroma.embedding" not in found  # a submodule taken from its package

@@ -11,8 +11,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from flux_chroma._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from flux_chroma.embedding.cache import (
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
 
 # Imported on first use: the model code needs chromadb and onnxruntime, the cache diskcache
 # and numpy, and a workflow module that only declares tasks needs none of them.
-_HOMES = {
+_LAZY = {
     "cache": ("CACHE_DIR_ENV", "CacheStats", "EmbeddingCache", "default_cache_dir"),
     "embedder": ("CachingEmbedder", "EmbedResult"),
     "fast_default": (
@@ -67,21 +68,7 @@ _HOMES = {
         "fingerprints_match",
     ),
 }
-_MODULE_OF = {name: module for module, names in _HOMES.items() for name in names}
-
-
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_MODULE_OF])
-
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 __all__ = [
     "CACHE_DIR_ENV",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,7 +25,7 @@ from flux_chroma.embedding.identity import (
 )
 from flux_chroma.errors import EmbeddingFunctionError, FluxChromaError, InvalidDocumentError
 
-__all__ = ["CachingEmbedder", "EmbedResult", "Precomputed"]
+__all__ = ["CachingEmbedder", "EmbedResult"]
 
 log = logging.getLogger(__name__)
 
@@ -52,30 +52,6 @@ class EmbedResult:
     truncated: int = 0
     truncated_indices: tuple[int, ...] = ()
     truncation_checked: bool = False
-
-
-@dataclass(frozen=True)
-class Precomputed:
-    """Vectors computed ahead of time by :meth:`CachingEmbedder.precompute` (nothing stored).
-
-    Handed to :meth:`CachingEmbedder.embed` as ``ready=``: a text found here stands in for a
-    model run of that text (it still counts as embedded, and is stored in the cache then).
-
-    Attributes:
-        namespace: Cache namespace (name, config and fingerprint) of the function that
-            computed them; None for a function that has none (then only that very function
-            object may use them).
-        vectors: Validated float32 vector per text.
-        counts: Tokens per text before truncation (None when unknown).
-        seconds: Time the embedding function took for them.
-        source: The embedding function that computed them.
-    """
-
-    namespace: str | None
-    vectors: dict[str, npt.NDArray[np.float32]]
-    counts: dict[str, int | None]
-    seconds: float
-    source: Any = field(default=None, repr=False, compare=False)
 
 
 def _ef_label(ef: Any) -> str:
@@ -159,10 +135,6 @@ class CachingEmbedder:
             self._cache_namespace, self._namespace_known = namespace, True
         return self._cache_namespace, self._dimension
 
-    def _usable(self, ready: Precomputed, namespace: str | None) -> bool:
-        """Whether vectors computed ahead came from this very function or its namespace."""
-        return ready.source is self.ef or (namespace is not None and ready.namespace == namespace)
-
     def _check_texts(self, texts: Sequence[str]) -> list[str]:
         items = list(texts)
         for i, text in enumerate(items):
@@ -185,52 +157,11 @@ class CachingEmbedder:
                     found[u], counts[u] = entry
         return found, counts
 
-    def precompute(self, texts: Sequence[str]) -> Precomputed:
-        """Embed the texts the cache lacks, storing nothing (the first stage of a pipeline).
-
-        The same texts as :meth:`embed` would send to the model, in the same order, so the
-        vectors are the ones it would compute. Pass the result to :meth:`embed` as ``ready=``
-        when the write that needs them runs.
-
-        Args:
-            texts: The texts.
-
-        Returns:
-            The vectors of the cache misses, their token counts and the model time.
-
-        Raises:
-            InvalidDocumentError, ModelNotAvailableError, EmbeddingFunctionError: As :meth:`embed`.
-        """
-        items = self._check_texts(texts)
-        namespace, dim = self._namespace()
-        unique = list(dict.fromkeys(items))
-        found, _ = self._lookup(namespace, dim, unique)
-        todo = [unique[u] for u, vector in enumerate(found) if vector is None]
-        if not todo:
-            return Precomputed(namespace, {}, {}, 0.0, self.ef)
-        fresh: list[int | None] = [None] * len(todo)
-        if self._counter is not None:
-            fresh = list(self._counter.token_counts(todo))
-        start = time.perf_counter()
-        computed = self._compute(todo)
-        seconds = time.perf_counter() - start
-        rows = self._validate(computed, todo, dim, items)
-        return Precomputed(
-            namespace,
-            dict(zip(todo, rows, strict=True)),
-            dict(zip(todo, fresh, strict=True)),
-            seconds,
-            self.ef,
-        )
-
-    def embed(self, texts: Sequence[str], ready: Precomputed | None = None) -> EmbedResult:
+    def embed(self, texts: Sequence[str]) -> EmbedResult:
         """Embed texts, serving repeats from the cache and embedding each distinct text once.
 
         Args:
             texts: The texts (strings; may be empty).
-            ready: Vectors computed ahead by :meth:`precompute` for some of these texts:
-                a cache miss found there is not sent to the model again (it is counted as
-                embedded and stored in the cache, exactly as if computed now).
 
         Returns:
             The vectors and counters.
@@ -251,13 +182,6 @@ class CachingEmbedder:
                 unique.append(text)
         found, counts = self._lookup(namespace, dim, unique)
         todo = [u for u, vector in enumerate(found) if vector is None]
-        given: dict[int, npt.NDArray[np.float32]] = {}
-        if ready is not None and self._usable(ready, namespace):
-            for u in todo:
-                row = ready.vectors.get(unique[u])
-                if row is not None:
-                    given[u] = row
-                    counts[u] = ready.counts.get(unique[u])
         # Token counts come from the cache for hits; the tokenizer runs only for the rest.
         if self._counter is not None:
             uncounted = [u for u, n in enumerate(counts) if n is None]
@@ -266,19 +190,13 @@ class CachingEmbedder:
                 for u, n in zip(uncounted, fresh, strict=True):
                     counts[u] = n
                 self._store_counts(namespace, uncounted, unique, found, counts)
-        seconds = ready.seconds if given and ready is not None else 0.0
+        seconds = 0.0
         if todo:
-            missing = [u for u in todo if u not in given]
-            if missing:
-                missing_texts = [unique[u] for u in missing]
-                start = time.perf_counter()
-                computed = self._compute(missing_texts)
-                seconds += time.perf_counter() - start
-                for u, row in zip(
-                    missing, self._validate(computed, missing_texts, dim, items), strict=True
-                ):
-                    given[u] = row
-            rows = [given[u] for u in todo]
+            todo_texts = [unique[u] for u in todo]
+            start = time.perf_counter()
+            computed = self._compute(todo_texts)
+            seconds = time.perf_counter() - start
+            rows = self._validate(computed, todo_texts, dim, items)
             for u, row in zip(todo, rows, strict=True):
                 found[u] = row
             if self.cache is not None and namespace is not None:

@@ -32,19 +32,12 @@ from flux_chroma.errors import (
     classify_chroma_error,
 )
 from flux_chroma.ingest.cleanup import claim_sources, cleanup_stale, source_metadata
-from flux_chroma.ingest.lookahead import (
-    drop_prefetched,
-    key_of,
-    next_batch,
-    start_prefetch,
-    take_prefetched,
-)
 from flux_chroma.ingest.plan import build_plan, read_batch
 from flux_chroma.ingest.spec import IngestJob
 from flux_chroma.tasks.context import chroma_options, chroma_target
 from flux_chroma.tasks.decorator import chroma_task
 from flux_chroma.tasks.options import ChromaOptions
-from flux_chroma.tasks.writer import WriteOptions, make_embedder, prepare_batch, write_documents
+from flux_chroma.tasks.writer import WriteOptions, write_documents
 from flux_chroma.telemetry import count, observe, record_receipt, span
 
 _RETRY: dict[str, Any] = {"retry_max_attempts": 3, "retry_delay": 1, "retry_backoff": 2}
@@ -136,45 +129,18 @@ def _verify(resolved: Resolved, ids: list[str], label: str, url: str) -> int:
     return len(ids)
 
 
-def _ahead_key(target: Target, ref: dict[str, Any]) -> str:
-    where = f"{target.namespace.database or ''}/{target.physical}"
-    return key_of(target.settings.url, where, ref)
-
-
 def _write_opts(job: IngestJob, ref: dict[str, Any], options: ChromaOptions) -> WriteOptions:
     return options.write_options(extra_metadata=source_metadata(job.sources[ref["source"]]))
 
 
-def _prefetch(resolved: Resolved, job: IngestJob, ref: dict[str, Any], opts: WriteOptions) -> Any:
-    """Embed what batch ``ref`` will need (nothing written, nothing cached): see ``lookahead``."""
-    docs = [c.document() for c in read_batch(job, ref)]
-    return prepare_batch(resolved, docs, opts, make_embedder(resolved, opts)).ready
-
-
-def _batch_sync(
-    target: Target, job: IngestJob, ref: dict[str, Any], options: ChromaOptions, following: dict[str, Any] | None = None
-) -> dict[str, Any]:
+def _batch_sync(target: Target, job: IngestJob, ref: dict[str, Any], options: ChromaOptions) -> dict[str, Any]:
     started = time.perf_counter()
-    ready = take_prefetched(_ahead_key(target, ref)) if options.overlap else None
     chunks = read_batch(job, ref)
     source_id = job.sources[ref["source"]]["id"]
     opts = _write_opts(job, ref, options)
-    after_embedding = None
-    if options.overlap and following is not None:
-        nxt = following
-
-        def after_embedding(resolved: Resolved) -> None:  # our vectors are ready: embed the next batch
-            nxt_opts = _write_opts(job, nxt, options)
-            start_prefetch(_ahead_key(target, nxt), lambda: _prefetch(resolved, job, nxt, nxt_opts))
-
-    try:
-        receipt = write_documents(target, [c.document() for c in chunks], opts, ready=ready, after_embedding=after_embedding)
-        resolved = open_collection(target, ef=options.embedding_function, space=options.space, create=False, adopt=options.adopt)
-        verified = _verify(resolved, [c.id for c in chunks], f"batch {ref['batch']} of {target.label!r}", target.settings.url)
-    except BaseException:
-        if following is not None:
-            drop_prefetched(_ahead_key(target, following))  # this batch failed: the next is not written now
-        raise
+    receipt = write_documents(target, [c.document() for c in chunks], opts)
+    resolved = open_collection(target, ef=options.embedding_function, space=options.space, create=False, adopt=options.adopt)
+    verified = _verify(resolved, [c.id for c in chunks], f"batch {ref['batch']} of {target.label!r}", target.settings.url)
     return {
         "batch": ref["batch"],
         "source": source_id,
@@ -215,9 +181,8 @@ async def ingest_batch(collection: str, job: dict[str, Any], batch: dict[str, An
     target = chroma_target(collection)
     base = {"phase": "batch", "tenant": spec.tenant, "collection": collection, "batch": batch["batch"], "of": batch.get("of")}
     await send_progress({**base, "status": "started", "chunks": batch["count"]})
-    following = next_batch()  # named by the job's loop: embedded while this batch is written
     with span("flux_chroma.ingest.batch", spec.tenant, collection, batch=int(batch["batch"]), chunks=int(batch["count"])) as current:
-        receipt = await asyncio.to_thread(_batch_sync, target, spec, batch, options, following)
+        receipt = await asyncio.to_thread(_batch_sync, target, spec, batch, options)
         if current is not None:
             for key in ("added", "updated", "skipped", "embedded", "cache_hits"):
                 current.set_attribute(f"flux_chroma.{key}", int(receipt[key]))

@@ -18,11 +18,12 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
+from importlib.metadata import version
 from typing import Any
 
 from flux_chroma.errors import ConfigurationError
 
-__all__ = ["ChunkingOptions", "split_text", "split_spans", "UNITS", "DEFAULT_TOKENS", "chunk_id", "doc_key_of", "chunk_digest", "MAX_DOC_ID"]
+__all__ = ["ChunkingOptions", "split_text", "split_spans", "splitter_version", "UNITS", "DEFAULT_TOKENS", "chunk_id", "doc_key_of", "chunk_digest", "MAX_DOC_ID"]
 
 _WORD = re.compile(r"\S+")
 MAX_DOC_ID = 400
@@ -34,6 +35,11 @@ DEFAULT_TOKENS = 200
 """Default chunk size in the model's tokens (chosen by measurement: docs/benchmarks.md)."""
 DEFAULT_CHARS = 1000
 DEFAULT_CHAR_OVERLAP = 100
+
+
+def splitter_version() -> str:
+    """``"semantic-text-splitter <version>"`` (part of every token chunker's identity)."""
+    return f"semantic-text-splitter {version('semantic-text-splitter')}"
 
 
 @dataclass(frozen=True)

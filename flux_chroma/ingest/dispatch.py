@@ -180,7 +180,7 @@ async def _start(payload: dict[str, Any], unit_timeout: float) -> str:
 
 
 async def dispatch_units(
-    job: dict[str, Any], collection: str, units: list[dict[str, Any]], parallel: int, unit_timeout: float, *, overlap: bool = False
+    job: dict[str, Any], collection: str, units: list[dict[str, Any]], parallel: int, unit_timeout: float
 ) -> tuple[list[dict[str, Any]], tuple[dict[str, Any], BaseException] | None]:
     """Run units as child executions, at most ``parallel`` at once.
 
@@ -191,20 +191,18 @@ async def dispatch_units(
         parallel: Child executions in flight at once.
         unit_timeout: Seconds without progress (or without an answer from the Flux server)
             before the job fails.
-        overlap: The job's ``overlap`` (sent to the units only when ``True``).
 
     Returns:
         ``(receipts in batch order, (first batch of the earliest failed unit, its error) or None)``.
     """
     await check_dispatch()
-    extra = {"overlap": True} if overlap else {}  # default payloads (and their task ids) unchanged
     failed = asyncio.Event()
 
     async def run(unit: dict[str, Any]) -> list[dict[str, Any]]:
         if failed.is_set():  # the job fails anyway: start nothing more
             return []
         try:
-            child = await _start({"job": job, "collection": collection, "unit": unit, **extra}, unit_timeout)
+            child = await _start({"job": job, "collection": collection, "unit": unit}, unit_timeout)
             output = await await_unit(child, int(unit["unit"]), unit_timeout)
         except BaseException:
             failed.set()

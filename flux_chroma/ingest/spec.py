@@ -18,7 +18,7 @@ from typing import Any
 
 from flux_chroma.chroma.naming import validate_collection_name, validate_tenant
 from flux_chroma.errors import ConfigurationError
-from flux_chroma.ingest.chunking import ChunkingOptions
+from flux_chroma.ingest.chunking import ChunkingOptions, splitter_version
 from flux_chroma.ingest.sources import normalize_source
 
 __all__ = ["IngestJob", "DUPLICATE_POLICIES", "CLEANUP_MODES", "canonical_json", "digest_of", "embedding_from_spec"]
@@ -169,11 +169,6 @@ class IngestJob:
             unit is a child execution of ``flux-chroma/ingest_unit`` placed by the Flux
             server on any worker. Not part of the job key: a job re-submitted with
             another ``parallel`` resumes the same runs.
-        overlap: Embed batch N+1 while batch N is written (default ``False``: each batch's
-            embedding runs after the previous batch committed; on 2 cores the gain of overlap is
-            within noise, benchmark row 9).
-            Receipts, contents and checkpoints are the same either way. Not part of the
-            job key, like ``parallel``.
 
     Raises:
         ConfigurationError: Invalid values (the message names the field).
@@ -192,7 +187,6 @@ class IngestJob:
     options: dict[str, Any] = field(default_factory=dict)
     key: str | None = None
     parallel: int = 1
-    overlap: bool = False
 
     def __post_init__(self) -> None:
         validate_tenant(self.tenant)
@@ -218,11 +212,6 @@ class IngestJob:
         if self.key is not None and (not isinstance(self.key, str) or not self.key):
             raise ConfigurationError(f"key must be a non-empty string, got {self.key!r}.")
         check_parallel(self.parallel)
-        if not isinstance(self.overlap, bool):
-            raise ConfigurationError(
-                f"overlap (embed the next batch while one is written) must be true or false, got "
-                f"{self.overlap!r}; the overlap of chunks in characters is chunking.overlap."
-            )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | IngestJob) -> IngestJob:
@@ -235,7 +224,10 @@ class IngestJob:
             return data
         if not isinstance(data, Mapping):
             raise ConfigurationError(f"an ingestion job must be a dict, got {type(data).__name__}.")
-        known = {"tenant", "collection", "sources", "chunking", "batch_size", "duplicates", "cleanup", "embedding_function", "options", "key", "parallel", "overlap"}
+        from flux_chroma.tasks.options import reject_removed_options
+
+        reject_removed_options("job", data)
+        known = {"tenant", "collection", "sources", "chunking", "batch_size", "duplicates", "cleanup", "embedding_function", "options", "key", "parallel"}
         unknown = set(data) - known
         if unknown:
             raise ConfigurationError(f"job has unknown field(s) {sorted(unknown)}; allowed: {sorted(known)}.")
@@ -268,19 +260,15 @@ class IngestJob:
             out["key"] = self.key
         if self.parallel != 1:
             out["parallel"] = self.parallel
-        if self.overlap:
-            out["overlap"] = True
         return out
 
     def work_dict(self) -> dict[str, Any]:
-        """:meth:`to_dict` without ``parallel`` and ``overlap``: what the tasks receive and hash.
+        """:meth:`to_dict` without ``parallel``: what the tasks receive and hash.
 
-        Task ids (replay checkpoints) must not depend on how many units run at once, nor on
-        whether batches overlap.
+        Task ids (replay checkpoints) must not depend on how many units run at once.
         """
         out = self.to_dict()
         out.pop("parallel", None)
-        out.pop("overlap", None)
         return out
 
     @property
@@ -291,8 +279,6 @@ class IngestJob:
         spec = self.work_dict()
         spec.pop("key", None)
         if self.chunking.unit == "tokens":  # a new splitter version may cut differently: a new job
-            from flux_chroma.ingest.splitter import splitter_version
-
             spec["chunker"] = splitter_version()
         return digest_of(spec, 20)
 
@@ -303,6 +289,4 @@ class IngestJob:
         ef = embedding_from_spec(self.embedding_function)
         if ef is not None:
             opts["embedding_function"] = ef
-        if self.overlap:
-            opts["overlap"] = True
         return opts

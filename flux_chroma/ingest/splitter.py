@@ -27,11 +27,10 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from importlib.metadata import version
 from typing import Any
 
 from flux_chroma.errors import ConfigurationError
-from flux_chroma.ingest.chunking import ChunkingOptions, split_spans
+from flux_chroma.ingest.chunking import ChunkingOptions, split_spans, splitter_version
 from flux_chroma.ingest.tokens import ModelTokens, tokens_for_spec
 
 __all__ = ["Piece", "Chunker", "chunker_for", "heading_paths", "is_markdown", "splitter_version", "FALLBACK_CHARS_PER_TOKEN", "MARKDOWN_FORMATS"]
@@ -64,11 +63,6 @@ class Piece:
     end: int
     text: str
     heading: str = ""
-
-
-def splitter_version() -> str:
-    """``"semantic-text-splitter <version>"`` (part of every chunker's identity)."""
-    return f"semantic-text-splitter {version('semantic-text-splitter')}"
 
 
 def is_markdown(metadata: dict[str, Any]) -> bool:

@@ -26,8 +26,8 @@ UNITS_PER_SLOT = 4
 MAX_UNIT_BATCHES = 16
 """Largest unit, in batches (bounds the work a lost unit repeats)."""
 
-WriteBatch = Callable[[dict[str, Any], dict[str, Any] | None], Awaitable[dict[str, Any]]]
-"""Writes one batch reference; the second argument names the batch that follows it in its unit."""
+WriteBatch = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+"""Writes one batch reference and returns its receipt."""
 
 
 def unit_size(batches: int, parallel: int) -> int:
@@ -87,9 +87,9 @@ class UnitFailure(Exception):
 
 async def _run_unit(unit: dict[str, Any], write: WriteBatch, receipts: list[dict[str, Any]]) -> None:
     refs = unit["batches"]
-    for i, ref in enumerate(refs):
+    for ref in refs:
         try:
-            receipts.append(await write(ref, refs[i + 1] if i + 1 < len(refs) else None))
+            receipts.append(await write(ref))
         except Exception as exc:  # noqa: BLE001 - reported with the job's progress by the caller
             raise UnitFailure(ref, exc) from None
 

@@ -22,7 +22,6 @@ from flux.routing import least, load, score
 from flux_chroma.errors import ConfigurationError, FluxChromaError
 from flux_chroma.ingest.batch import cleanup_ingest, find_lost_batches, ingest_batch, plan_ingest
 from flux_chroma.ingest.dispatch import DEFAULT_UNIT_TIMEOUT, dispatch_units
-from flux_chroma.ingest.lookahead import ahead
 from flux_chroma.ingest.spec import IngestJob
 from flux_chroma.ingest.units import bounded_gather, run_units_inline, shard
 from flux_chroma.telemetry import span
@@ -132,7 +131,7 @@ async def ingest_steps(job: IngestJob | dict[str, Any], *, expected_digest: str 
     units = shard(plan["batches"], spec.parallel)
     if spec.parallel > 1 and (await ExecutionContext.get()).current_worker:
         timeout = float(spec.options.get("unit_timeout") or DEFAULT_UNIT_TIMEOUT)
-        receipts, failed = await dispatch_units(spec_dict, plan["collection"], units, spec.parallel, timeout, overlap=spec.overlap)
+        receipts, failed = await dispatch_units(spec_dict, plan["collection"], units, spec.parallel, timeout)
         if failed is not None:
             raise _stopped(failed[1], spec, plan, receipts, failed[0]) from None
     else:
@@ -177,9 +176,8 @@ async def _rewrite_lost(
 
 
 def _writer(write: Any, collection: str, spec_dict: dict[str, Any]) -> Callable[..., Awaitable[dict[str, Any]]]:
-    async def write_one(ref: dict[str, Any], following: dict[str, Any] | None = None) -> dict[str, Any]:
-        with ahead(following):  # the task may embed ``following`` while it writes ``ref``
-            receipt: dict[str, Any] = await write(collection, spec_dict, ref)
+    async def write_one(ref: dict[str, Any]) -> dict[str, Any]:
+        receipt: dict[str, Any] = await write(collection, spec_dict, ref)
         return receipt
 
     return write_one
@@ -238,14 +236,13 @@ async def ingest_tenants(ctx: ExecutionContext[dict[str, Any]]) -> dict[str, Any
 async def ingest_unit(ctx: ExecutionContext[dict[str, Any]]) -> dict[str, Any]:
     """Write one unit of a ``parallel`` job (started by the job; see ``flux_chroma.ingest.dispatch``).
 
-    Input: ``{"job": spec, "collection": str, "unit": {"unit", "of", "batches"}}``
-    (plus ``"overlap": True`` when the job turned batch overlap on).
+    Input: ``{"job": spec, "collection": str, "unit": {"unit", "of", "batches"}}``.
     Each batch is an ``ingest_batch`` task (a checkpoint of this execution). The routing
     policy places units on the least-loaded worker (Flux's event dispatch mode; in poll
     mode any free worker claims them).
     """
     data = ctx.input or {}
-    spec = IngestJob.from_dict({**data["job"], "overlap": bool(data.get("overlap", False))})
+    spec = IngestJob.from_dict(data["job"])
     spec_dict = spec.work_dict()
     unit = data["unit"]
     write = ingest_batch.with_options(**spec.task_options())

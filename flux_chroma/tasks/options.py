@@ -7,7 +7,7 @@ Flux's event log nor hashed into task ids. That keeps tokens and headers out of 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -19,7 +19,35 @@ from flux_chroma.errors import ConfigurationError
 if TYPE_CHECKING:
     from flux_chroma.tasks.writer import WriteOptions
 
-__all__ = ["CHROMA_OPTION_NAMES", "ChromaOptions"]
+__all__ = ["CHROMA_OPTION_NAMES", "REMOVED_OPTIONS", "ChromaOptions", "reject_removed_options"]
+
+REMOVED_OPTIONS: dict[str, str] = {
+    "overlap": (
+        "overlap (embed the next batch in a background thread while one is written) was removed "
+        "before 0.1.0 because it saved 5-10% wall time on a cold first ingest only (benchmark "
+        "row 9 measured 0.90-0.95 of the sequential time on 2 cores, 1.01 in an earlier run) for "
+        "daemon threads and a hand-off between tasks; batches are now embedded and written one "
+        "after another. "
+        "The overlap of chunks (in tokens or characters) is chunking.overlap, which stays"
+    ),
+}
+"""Options that existed before 0.1.0 and were removed: name -> why (for the error message)."""
+
+
+def reject_removed_options(owner: str, names: Iterable[str]) -> None:
+    """Refuse an option or job field that flux-chroma removed, saying why.
+
+    Args:
+        owner: What received it (``"job"``, ``"@chroma_task()"``), for the message.
+        names: The option names (or a mapping, whose keys are).
+
+    Raises:
+        ConfigurationError: ``names`` holds a removed option.
+    """
+    for name in names:
+        why = REMOVED_OPTIONS.get(name)
+        if why is not None:
+            raise ConfigurationError(f"{owner} got {name}=: remove it. {why}.")
 
 
 @dataclass(frozen=True)
@@ -45,10 +73,6 @@ class ChromaOptions:
         cache_size_limit: Embedding cache size limit in bytes (LRU eviction).
         space: Distance space of new collections: ``l2`` (default), ``cosine`` or ``ip``.
         adopt: Pin and use a collection that was created outside flux-chroma.
-        overlap: Embed the next batch in a background thread while the current one is
-            upserted (``embed_and_add`` calls larger than the server's batch size, and
-            ingestion batches). Off by default: on 2 cores its gain is within noise (benchmark
-            row 9). Receipts and contents are the same either way.
     """
 
     tenant: str | None = None
@@ -65,7 +89,6 @@ class ChromaOptions:
     cache_size_limit: int | None = None
     space: str | None = None
     adopt: bool = False
-    overlap: bool = False
 
     def __post_init__(self) -> None:
         if self.tenant is not None:
@@ -74,8 +97,6 @@ class ChromaOptions:
             raise ConfigurationError(f"tenancy={self.tenancy!r}: use 'prefix' or 'database'.")
         if not isinstance(self.cache, bool):
             raise ConfigurationError(f"cache= must be True or False, got {self.cache!r}.")
-        if not isinstance(self.overlap, bool):
-            raise ConfigurationError(f"overlap= must be True or False, got {self.overlap!r}.")
         ef = self.embedding_function
         if ef is not None and (isinstance(ef, str) or not callable(ef)):
             raise ConfigurationError(
@@ -116,7 +137,7 @@ class ChromaOptions:
             **overrides: Fields to set differently (e.g. ``extra_metadata``).
 
         Returns:
-            ``WriteOptions`` with this task's embedding function, cache, space, adopt and overlap.
+            ``WriteOptions`` with this task's embedding function, cache, space and adopt.
         """
         from flux_chroma.tasks.writer import WriteOptions
 
@@ -125,7 +146,6 @@ class ChromaOptions:
             "cache": self.embedding_cache(),
             "space": self.space,
             "adopt": self.adopt,
-            "overlap": self.overlap,
         }
         return WriteOptions(**{**fields_, **overrides})
 

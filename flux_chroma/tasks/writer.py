@@ -13,25 +13,14 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
 from flux_chroma.chroma.collections import Resolved, Target, with_collection
-from flux_chroma.tasks.background import in_background
 from flux_chroma.tasks.results import Receipt
 from flux_chroma.tasks.validation import Document
 
-__all__ = [
-    "HASH_KEY",
-    "Prepared",
-    "WriteOptions",
-    "commit_batch",
-    "content_hash",
-    "make_embedder",
-    "prepare_batch",
-    "write_documents",
-]
+__all__ = ["HASH_KEY", "WriteOptions", "content_hash", "write_documents"]
 
 HASH_KEY = "fc_hash"
 _INTERNAL_KEYS = frozenset({HASH_KEY})
@@ -56,8 +45,6 @@ class WriteOptions:
         adopt: Adopt an unpinned collection.
         skip_unchanged: Skip records whose stored content hash matches (checked on the server).
         extra_metadata: Metadata added to every record (reserved ``fc_*`` keys allowed).
-        overlap: Embed the next server batch in a background thread while the current one
-            is upserted (same requests, receipts and contents as without).
     """
 
     ef: Any = None
@@ -66,7 +53,6 @@ class WriteOptions:
     adopt: bool = False
     skip_unchanged: bool = True
     extra_metadata: dict[str, Any] = field(default_factory=dict)
-    overlap: bool = False
 
 
 @dataclass
@@ -83,8 +69,8 @@ class _Tally:
 
 
 @dataclass
-class Prepared:
-    """One server batch, decided and (when overlapping) embedded, not yet written.
+class _Prepared:
+    """One server batch, decided, not yet written.
 
     Attributes:
         todo: Documents to upsert (new or changed).
@@ -92,7 +78,6 @@ class Prepared:
         added: New records among ``todo``.
         updated: Changed records among ``todo``.
         skipped: Unchanged records (not written).
-        ready: Vectors computed ahead for ``todo`` (None: embed when written).
     """
 
     todo: list[Document]
@@ -100,7 +85,6 @@ class Prepared:
     added: int
     updated: int
     skipped: int
-    ready: Any = None
 
 
 def _max_batch(resolved: Resolved) -> int:
@@ -109,7 +93,7 @@ def _max_batch(resolved: Resolved) -> int:
     return max(1, size)
 
 
-def make_embedder(resolved: Resolved, opts: WriteOptions) -> Any:
+def _make_embedder(resolved: Resolved, opts: WriteOptions) -> Any:
     """The :class:`~flux_chroma.embedding.CachingEmbedder` of a resolved collection."""
     from flux_chroma.embedding.embedder import CachingEmbedder
 
@@ -121,28 +105,15 @@ def make_embedder(resolved: Resolved, opts: WriteOptions) -> Any:
     )
 
 
-def prepare_batch(
-    resolved: Resolved, docs: Sequence[Document], opts: WriteOptions, embedder: Any = None
-) -> Prepared:
-    """Ask the server what it holds for ``docs`` and decide what to write; nothing is written.
-
-    Args:
-        resolved: The collection.
-        docs: One server batch of validated documents.
-        opts: Write options.
-        embedder: When given, the texts to write are embedded now
-            (:meth:`~flux_chroma.embedding.CachingEmbedder.precompute`: nothing cached yet).
-
-    Returns:
-        The decisions (and vectors) for :func:`commit_batch`.
-    """
+def _prepare_batch(resolved: Resolved, docs: Sequence[Document], opts: WriteOptions) -> _Prepared:
+    """Ask the server what it holds for ``docs`` and decide what to write; nothing is written."""
     ids = [d.id for d in docs]
     stored = resolved.collection.get(ids=ids, include=["metadatas"])
     existing: dict[str, dict[str, Any]] = {
         rid: dict(meta or {})
         for rid, meta in zip(stored["ids"], stored["metadatas"] or [], strict=False)
     }
-    out = Prepared([], [], 0, 0, 0)
+    out = _Prepared([], [], 0, 0, 0)
     for doc in docs:
         digest = content_hash(doc)
         old = existing.get(doc.id)
@@ -158,38 +129,25 @@ def prepare_batch(
             out.added += 1
         out.todo.append(doc)
         out.metadatas.append(meta)
-    if embedder is not None and out.todo:
-        out.ready = embedder.precompute([d.text for d in out.todo])
     return out
 
 
-def commit_batch(
-    resolved: Resolved,
-    prepared: Prepared,
-    embedder: Callable[[], Any],
-    tally: _Tally,
-    embedded: Callable[[], None] | None = None,
-) -> None:
-    """Embed what is not embedded yet (through the cache), then upsert one prepared batch.
+def _commit_batch(resolved: Resolved, prepared: _Prepared, embedder: Callable[[], Any], tally: _Tally) -> None:
+    """Embed (through the cache), then upsert one prepared batch.
 
     ``embedder`` returns the :class:`~flux_chroma.embedding.CachingEmbedder` (called only when
-    a text needs embedding). ``embedded`` is called once the vectors are ready, before the
-    upsert (a pipeline starts the next batch's embedding there).
+    a text needs embedding).
     """
     tally.skipped += prepared.skipped
     tally.added += prepared.added
     tally.updated += prepared.updated
     if not prepared.todo:
-        if embedded is not None:
-            embedded()
         return
-    result = embedder().embed([d.text for d in prepared.todo], ready=prepared.ready)
+    result = embedder().embed([d.text for d in prepared.todo])
     tally.hits += result.hits
     tally.misses += result.misses
     tally.truncated += result.truncated
     tally.embed_seconds += result.seconds
-    if embedded is not None:
-        embedded()
     resolved.collection.upsert(
         ids=[d.id for d in prepared.todo],
         embeddings=result.vectors,
@@ -205,24 +163,17 @@ def write_documents(
     opts: WriteOptions,
     *,
     progress: Callable[[int, int], None] | None = None,
-    after_embedding: Callable[[Resolved], None] | None = None,
-    ready: Any = None,
 ) -> Receipt:
     """Upsert validated documents into a tenant's collection, batch by batch.
 
-    With ``opts.overlap`` the next server batch is read and embedded in a background thread
-    while the current one is upserted (a pipeline of depth 2). A batch is still written only
-    after every batch before it was; if an upsert fails, the next batch's vectors are dropped.
+    Each server batch is decided (one ``get`` of the stored hashes), embedded and upserted
+    before the next one is read.
 
     Args:
         target: The collection (created with a pin when missing).
         docs: Validated documents with unique ids.
         opts: Write options.
         progress: Called with ``(documents done, total)`` after each batch.
-        after_embedding: Called with the collection once the last batch's vectors are
-            ready, before its upsert (an ingestion job starts its next batch there).
-        ready: :class:`~flux_chroma.embedding.embedder.Precomputed` vectors of some of these
-            texts, computed ahead (used instead of a model run of the same text).
 
     Returns:
         A JSON-able receipt (counts, embedding identity, timings).
@@ -236,37 +187,15 @@ def write_documents(
         tally = _Tally()  # fresh per attempt: a re-resolution starts the count over
         size = _max_batch(resolved)
         # built when a text needs embedding
-        embedder = functools.cache(lambda: make_embedder(resolved, opts))
-        chunks = [docs[start : start + size] for start in range(0, len(docs), size)]
-        ahead: Future[Prepared] | None = None  # batch i + 1, embedded while batch i is upserted
+        embedder = functools.cache(lambda: _make_embedder(resolved, opts))
         done = 0
-        try:
-            for i, chunk in enumerate(chunks):
-                prepared = (
-                    ahead.result() if ahead is not None else prepare_batch(resolved, chunk, opts)
-                )
-                ahead = None
-                if prepared.ready is None:
-                    prepared.ready = ready
-                last = i + 1 == len(chunks)
-
-                def embedded(i: int = i, last: bool = last) -> None:
-                    nonlocal ahead
-                    if opts.overlap and not last:
-                        ahead = in_background(
-                            prepare_batch, resolved, chunks[i + 1], opts, embedder()
-                        )
-                    elif last and after_embedding is not None:
-                        after_embedding(resolved)
-
-                commit_batch(resolved, prepared, embedder, tally, embedded)
-                tally.batches += 1
-                done += len(chunk)
-                if progress is not None:
-                    progress(done, len(docs))
-        finally:
-            if ahead is not None:
-                ahead.cancel()  # a failed upsert drops the next batch's vectors unwritten
+        for start in range(0, len(docs), size):
+            chunk = docs[start : start + size]
+            _commit_batch(resolved, _prepare_batch(resolved, chunk, opts), embedder, tally)
+            tally.batches += 1
+            done += len(chunk)
+            if progress is not None:
+                progress(done, len(docs))
         return resolved, tally
 
     resolved, tally = with_collection(

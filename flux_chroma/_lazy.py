@@ -1,0 +1,50 @@
+"""The one lazy loader of flux-chroma's packages (PEP 562 module ``__getattr__``).
+
+A package whose public names live in modules with heavy dependencies (chromadb, onnxruntime,
+numpy, diskcache) lists them in one mapping, module -> names, and gets its ``__getattr__``
+and ``__dir__`` here: a name is imported from its module on first access, then kept in the
+package's namespace. Type checkers see the same names through an ``if TYPE_CHECKING:`` import
+block in the package; ``tests/test_import_cost.py`` checks that block, the mapping and
+``__all__`` agree.
+
+Example:
+    >>> _LAZY = {"cache": ("EmbeddingCache",), "embedder": ("CachingEmbedder",)}
+    >>> __getattr__, __dir__ = lazy_exports(__name__, _LAZY)
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["lazy_exports"]
+
+
+def lazy_exports(
+    package: str, homes: Mapping[str, tuple[str, ...]]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """Build a package's ``__getattr__`` and ``__dir__`` for names imported on first use.
+
+    Args:
+        package: The package's ``__name__``.
+        homes: Module, relative to ``package`` (e.g. ``"cache"``) -> the names it provides.
+
+    Returns:
+        ``(__getattr__, __dir__)`` to assign at the package's module level.
+    """
+    module_of = {name: module for module, names in homes.items() for name in names}
+
+    def __getattr__(name: str) -> Any:
+        module = module_of.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{package}.{module}"), name)
+        setattr(sys.modules[package], name, value)  # the next access skips __getattr__
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*vars(sys.modules[package]), *module_of})
+
+    return __getattr__, __dir__
