@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from typer.core import TyperArgument, TyperCommand
+from typer.core import TyperCommand
+
+from flux_chroma.seams import show_arguments_plain
 
 __all__ = ["plural", "Command"]
 
@@ -29,17 +31,6 @@ def plural(count: int, word: str) -> str:
     return f"{count} {word if count == 1 else _IRREGULAR.get(word, word + 's')}"
 
 
-class _PlainArgument(TyperArgument):
-    """An argument shown by its metavar alone (no ``{...}`` braces, no ``<type>`` label)."""
-
-    def display_type_rich(self, ctx: Any) -> str | None:
-        return None
-
-    def _usage_display_name(self) -> str:
-        name = self.display_name_raw
-        return name if self.required else f"[{name}]"
-
-
 class Command(TyperCommand):
     """A Typer command whose arguments read as in ordinary Unix help.
 
@@ -50,6 +41,4 @@ class Command(TyperCommand):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        for param in self.params:
-            if type(param) is TyperArgument:
-                param.__class__ = _PlainArgument
+        show_arguments_plain(self.params)
