@@ -6,7 +6,8 @@
 new task. ``cache=True`` is taken over: it means embedding reuse, never Flux's output cache
 (which SKIPS the task on a hit and would silently skip writes).
 
-Two engine adjustments, both confined to :meth:`ChromaTask._task__handle_exception`:
+Two engine adjustments, both confined to :meth:`ChromaTask.adjust_failure` (which Flux's
+task exception handler calls first: :func:`~flux_chroma.seams.route_task_failures`):
 
 * Permanent errors (validation, not found, pin mismatch, ...) fail at once: Flux's retry
   loop is skipped for them. Transient ones (:class:`ChromaUnavailableError`, timeouts) are
@@ -31,6 +32,7 @@ from flux import task
 from flux.errors import ExecutionTimeoutError, RetryError
 
 from flux_chroma.errors import ConfigurationError, FluxChromaError
+from flux_chroma.seams import route_task_failures
 from flux_chroma.tasks.context import task_scope
 from flux_chroma.tasks.failures import final_error, scrub, unrecordable
 from flux_chroma.tasks.options import CHROMA_OPTION_NAMES, ChromaOptions, reject_removed_options
@@ -39,7 +41,8 @@ from flux_chroma.telemetry import observe, record_error, record_receipt, span
 
 __all__ = ["FLUX_OPTION_NAMES", "ChromaTask", "emit_progress", "split_options"]
 
-FLUX_OPTION_NAMES = frozenset(inspect.signature(task._with_options).parameters) - {"self"}
+# ``task.with_options`` on the class is Flux's public decorator factory: it takes every task option.
+FLUX_OPTION_NAMES = frozenset(inspect.signature(task.with_options).parameters)
 
 
 
@@ -137,6 +140,7 @@ async def _traced(
     return output
 
 
+@route_task_failures
 class ChromaTask(task):
     """A Flux task bound to flux-chroma options; usually made with ``@chroma_task``.
 
@@ -239,18 +243,19 @@ class ChromaTask(task):
                 raise
             raise unrecordable(self.definition.__name__, self.definition, args, kwargs, exc) from None
 
-    async def _task__handle_exception(
-        self,
-        ctx: Any,
-        ex: Exception,
-        task_id: str,
-        task_full_name: str,
-        task_args: dict[str, Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        retry_attempts: int = 0,
-    ) -> Any:
-        """Skip retries for permanent errors; store a typed error when retries run out."""
+    def adjust_failure(
+        self, ex: Exception, kwargs: dict[str, Any], retry_attempts: int
+    ) -> tuple[Exception, int]:
+        """Skip retries for permanent errors; store a typed error when retries run out.
+
+        Args:
+            ex: The failure Flux is about to handle.
+            kwargs: The task's keyword arguments (for credentials to scrub).
+            retry_attempts: Attempts made so far.
+
+        Returns:
+            The error Flux records and the attempt count it sees (``retry_max_attempts``: final).
+        """
         if isinstance(ex, RetryError):
             ex = final_error(ex, ex.retry_attempts)
             retry_attempts = self.retry_max_attempts
@@ -265,9 +270,7 @@ class ChromaTask(task):
             # stored as a readable, picklable FluxChromaError rather than ExecutionError(None).
             ex = final_error(ex, 0)
             retry_attempts = self.retry_max_attempts
-        ex = scrub(ex, self._credentials(kwargs))
-        handler = task._task__handle_exception  # type: ignore[attr-defined]
-        return await handler(self, ctx, ex, task_id, task_full_name, task_args, args, kwargs, retry_attempts)
+        return scrub(ex, self._credentials(kwargs)), retry_attempts
 
     def _credentials(self, kwargs: dict[str, Any]) -> list[str]:
         """Credential strings this task sends (header values and bare tokens), longest first."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flux_chroma.chroma.collections import Resolved, Target, with_collection
+from flux_chroma.seams import collection_server
 from flux_chroma.tasks.results import Receipt
 from flux_chroma.tasks.validation import Document
 
@@ -88,7 +89,7 @@ class _Prepared:
 
 
 def _max_batch(resolved: Resolved) -> int:
-    client = resolved.collection._client  # the ServerAPI the collection was built with
+    client = collection_server(resolved.collection)
     size = int(client.get_max_batch_size())
     return max(1, size)
 
