@@ -65,14 +65,19 @@ MAX_MATCHES = 1000
 """Most record ids one full-text request returns; beyond it the specific probes (quoted,
 phrase, identifiers) are asked again without the words."""
 
-WORD_FILL = 2
-"""Words are probed only while a question has fewer probes than this."""
+WORD_FILL = 4
+"""Words are probed only while a question has fewer probes than this (measured: filling every
+probe with words finds more answers to natural questions, and one request carries them all)."""
 
 WORD_WEIGHT = 1.0
 """Fusion weight of a word probe (the dense list weighs 1)."""
 
 COMMON_FACTOR = 0.25
 """A probe whose list came back full (a common term) counts this share of its weight."""
+
+NATURAL_DENSE_WEIGHT = 2.0
+"""Weight of the dense list when no record holds the question or a quoted part of it word
+for word (a question in the user's own words, where the vector knows best)."""
 
 MAX_PHRASE = 300
 """Longest question (characters) still probed as a whole phrase."""
@@ -261,7 +266,10 @@ def fuse(
     """
     scores: dict[str, float] = {}
     promoted: set[str] = set()
+    worded = exact is not None and not any(ids for (ids, _), e in zip(lists, exact, strict=True) if e)
     for index, (ids, weight) in enumerate(lists):
+        if index == 0 and worded:
+            weight *= NATURAL_DENSE_WEIGHT
         w = weight * (COMMON_FACTOR if full is not None and index > 0 and full[index] else 1.0)
         for rank, rid in enumerate(ids, start=1):
             scores[rid] = scores.get(rid, 0.0) + w / (RRF_K + rank)

@@ -137,15 +137,21 @@ class _Search:
         )
         return [str(i) for i in result["ids"]]
 
-    def matching_ids(self, found: list[hybrid.Probe]) -> list[str]:
-        """Ids of the records holding any probe: one full-text request (two when it is cut)."""
+    def matching_ids(self, found: list[hybrid.Probe], m: int) -> tuple[list[str], list[str]]:
+        """Ids of the records holding any probe (one full-text request), and, when there are
+        more than ``m`` of them (only the nearest ``m`` are ranked), the ids of those holding
+        the question or a quoted part of it word for word (a second request), which must not
+        be lost among the nearest ``m``."""
         if not found:
-            return []
+            return [], []
         ids = self._ids(hybrid.combined_clause(found))
+        exact = [p for p in found if p.kind in ("quoted", "phrase")]
         specific = [p for p in found if p.kind != "word"]
         if len(ids) >= hybrid.MAX_MATCHES and specific and len(specific) < len(found):
             ids = list(dict.fromkeys(self._ids(hybrid.combined_clause(specific)) + ids))
-        return ids
+        if len(ids) <= m or not exact or len(exact) == len(found):
+            return ids, []
+        return ids, self._ids(hybrid.combined_clause(exact))
 
     def by_ids(self, vector: Any, ids: list[str], m: int) -> list[Hit]:
         if not ids:
@@ -154,17 +160,21 @@ class _Search:
         return _hits(dict(result), 0)
 
     def hybrid(
-        self, question: str, vector: Any, n: int, ids: Future[list[str]] | None, pool: ThreadPoolExecutor
+        self, question: str, vector: Any, n: int, ids: Future[tuple[list[str], list[str]]] | None, pool: ThreadPoolExecutor
     ) -> tuple[list[Hit], bool]:
         found = hybrid.probes(question, limit=hybrid.MAX_PROBES)
-        m = n * max(1, len(found))
+        m = _ranked_matches(n, found)
         clause = hybrid.combined_clause(found) if found else None
         pair = cloud_search.search_lists(self.collection, vector, clause, n, m, self.where, self.where_document)
         if pair is not None:
             dense, matched = _hits(pair[0], 0), (_hits(pair[1], 0) if pair[1] is not None else [])
         else:
             dense_future = pool.submit(self.dense, [vector], n)
-            matched = self.by_ids(vector, ids.result() if ids is not None else self.matching_ids(found), m)
+            union, exact = ids.result() if ids is not None else self.matching_ids(found, m)
+            matched = self.by_ids(vector, union, m)
+            if exact:
+                seen = {h["id"] for h in matched}
+                matched += [h for h in self.by_ids(vector, exact, len(exact)) if h["id"] not in seen]
             dense = dense_future.result()[0]
         lists = [dense] + [[h for h in matched if hybrid.contains(p, h["document"])][:n] for p in found]
         by_id: dict[str, Hit] = {}
@@ -178,6 +188,11 @@ class _Search:
             exact=[False] + [p.kind in ("quoted", "phrase") for p in found],
         )
         return [by_id[rid] for rid in order], len(lists[0]) >= n
+
+
+def _ranked_matches(n: int, found: list[hybrid.Probe]) -> int:
+    """How many full-text matches are ranked by vector: ``n`` per probe."""
+    return n * max(1, len(found))
 
 
 def _fetch_size(k: int, distinct: bool) -> int:
@@ -240,10 +255,11 @@ def query_collection(
         ):
             # The full-text requests need no vector: they run while the questions are embedded.
             early = mode == "hybrid" and cloud_search.search_supported(resolved.collection) is not True
-            ids = [
-                text_pool.submit(search.matching_ids, hybrid.probes(q, limit=hybrid.MAX_PROBES)) if early else None
-                for q in questions
-            ]
+            n = _fetch_size(k, distinct)
+            found = [hybrid.probes(q, limit=hybrid.MAX_PROBES) for q in questions] if early else []
+            ids: list[Future[tuple[list[str], list[str]]] | None] = [None] * len(questions)
+            for index, probed in enumerate(found):  # the full-text requests go out first
+                ids[index] = text_pool.submit(search.matching_ids, probed, _ranked_matches(n, probed))
             embedded = embedder.embed(questions)
 
             def ranked(index: int, n: int) -> tuple[list[Hit], bool]:
@@ -254,7 +270,6 @@ def query_collection(
                 hits = search.dense([vector], n)[0]
                 return hits, len(hits) >= n
 
-            n = _fetch_size(k, distinct)
             batch = search.dense(list(embedded.vectors), n) if mode == "dense" else None
             for index in range(len(questions)):
                 hits, more = (batch[index], len(batch[index]) >= n) if batch is not None else ranked(index, n)
