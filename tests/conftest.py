@@ -36,6 +36,33 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         )
 
 
+# Modules that start a Flux fleet (a Flux server, workers and, for most, a PostgreSQL). Under
+# pytest-xdist (`-n 2 --dist loadgroup`, as scripts/test.sh runs the suite) they share one
+# group, so two fleets never run at once on a 2-core machine; every other test runs beside them.
+FLEET_MODULES = frozenset(
+    {
+        "test_deployment_fleet",
+        "test_distributed",
+        "test_docs_cluster",
+        "test_ingest_cluster",
+        "test_ingest_cluster_restarts",
+        "test_scheduled_sync",
+        "test_serving_runner",
+        "test_telemetry_cluster",
+        "test_watch_cluster",
+    }
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark tests that use the session's Chroma server `server`; put the fleet tests in one group."""
+    for item in items:
+        if "chroma_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.server)
+        if item.path.stem in FLEET_MODULES:
+            item.add_marker(pytest.mark.xdist_group("fleet"))
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     shutil.rmtree(_STATE, ignore_errors=True)
 
