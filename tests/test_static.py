@@ -1,27 +1,15 @@
-"""The typed public API passes a strict checker, and the package passes the linter."""
+"""The package's shape: the typing marker ships, no module passes the ceiling, no import cycle.
+
+ruff and mypy --strict are not run from here: `bash scripts/test.sh` (and so CI) runs them as
+their own step (ruff before the suite, mypy beside it).
+"""
 
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).parents[1]
-
-
-def test_mypy_strict_passes_on_the_package() -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "flux_chroma"], cwd=ROOT, capture_output=True, text=True, check=False
-    )
-    assert out.returncode == 0, out.stdout + out.stderr
-
-
-def test_ruff_passes_on_the_whole_repository() -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "."], cwd=ROOT, capture_output=True, text=True, check=False
-    )
-    assert out.returncode == 0, out.stdout + out.stderr
 
 
 def test_py_typed_marker_ships() -> None:
