@@ -1,7 +1,7 @@
 """A tiny real run of the benchmark harness (bench/): every row is produced, every figure a number.
 
 It starts its own Chroma server and Flux state (as `bash scripts/bench.sh` does), on a
-100-chunk corpus with tiny samples. Speed is not asserted: only that the table is complete.
+40-chunk corpus with tiny samples. Speed is not asserted: only that the table is complete.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ ROWS = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
 def test_tiny_benchmark_run_fills_every_row(tmp_path: Path) -> None:
     out = tmp_path / "benchmarks.md"
     command = [
-        sys.executable, "-m", "bench", "--sizes", "100", "--quick", "--embed-sample", "12",
-        "--chunk-sample", "8", "--naive-sample", "6", "--naive-batch", "3", "--queries", "4",
-        "--reps", "1", "--scale-docs", "24", "--procs", "1,2", "--serve-calls", "2", "--first-ingest-sample", "12",
-        "--int8-sample", "24",
-        "--rss-sizes", "60,120", "--parallel-docs", "32", "--cluster-docs", "40", "--workers", "1,2",
+        sys.executable, "-m", "bench", "--sizes", "40", "--quick", "--embed-sample", "6",
+        "--chunk-sample", "4", "--naive-sample", "6", "--naive-batch", "3", "--queries", "4",
+        "--reps", "1", "--scale-docs", "12", "--procs", "1,2", "--serve-calls", "2", "--first-ingest-sample", "12",
+        "--int8-sample", "12",
+        "--rss-sizes", "40,80", "--parallel-docs", "32", "--cluster-docs", "40", "--workers", "1,2",
         "--out", str(out),
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FLUX_", "CHROMA_"))}
@@ -58,4 +58,4 @@ def test_tiny_benchmark_run_fills_every_row(tmp_path: Path) -> None:
     text = out.read_text()
     machine = data["meta"]["machine"]
     assert machine["cpu"] in text and f"chromadb {machine['chromadb']}" in text
-    assert "| 7 |" in text and "--sizes 100" in text
+    assert "| 7 |" in text and "--sizes 40" in text
