@@ -22,7 +22,7 @@ mypy_pid=$!
 
 echo "==> pytest -n 2 --dist loadgroup (two workers; the fleet tests share one, see tests/conftest.py)"
 status=0
-"$VENV/bin/python" -m pytest -n 2 --dist loadgroup || status=$?
+"$VENV/bin/python" -m pytest -n 2 --dist loadgroup --durations=30 || status=$?
 
 mypy_status=0
 wait "$mypy_pid" || mypy_status=$?
