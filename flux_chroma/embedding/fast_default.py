@@ -7,6 +7,9 @@ with the same tokenizer, truncation (256 tokens), masked mean pooling and L2 nor
 * loads the ONNX session and tokenizer once per process (thread-safe, keyed by model folder
   and thread count; :mod:`~flux_chroma.embedding.onnx_session`),
 * sorts texts by token length and pads each batch only to its longest text,
+* cuts batches of long texts smaller, so one ONNX run's attention buffers stay within
+  :data:`~flux_chroma.embedding.onnx_session.ATTENTION_BUDGET` (peak memory does not grow
+  with ``batch_size`` or text length),
 * restores the input order.
 
 Masked mean pooling ignores padding, so the vectors equal Chroma's within ~1e-7. Its ``name()``
@@ -42,6 +45,7 @@ from flux_chroma.embedding.onnx_session import (
     load_session,
     load_tokenizers,
     pool,
+    run_sizes,
     validate_threads,
 )
 from flux_chroma.errors import ConfigurationError, ModelNotAvailableError
@@ -139,7 +143,10 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
     Args:
         model_dir: Folder holding the model files. When given, only this folder is used.
             Default: ``$FLUX_CHROMA_MODEL_DIR`` if set, then Chroma's model cache.
-        batch_size: Texts per ONNX run (texts are sorted by length first).
+        batch_size: Most texts per ONNX run (texts are sorted by length first). Runs of
+            long texts hold fewer, so that a run's attention buffers stay within
+            :data:`~flux_chroma.embedding.onnx_session.ATTENTION_BUDGET` (4 texts of 256
+            tokens, 16 of 128, 64 of 64): peak memory does not follow ``batch_size``.
         threads: Intra-op threads of the ONNX session. Default: ``$FLUX_CHROMA_EMBED_THREADS``
             if set, else every core this process may run on. Several processes embedding on one
             host should each take their share (docs/deployment.md, "Embedding threads"). Does
@@ -260,8 +267,10 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
         lengths = np.array([len(e.ids) for e in encodings])
         order = np.argsort(-lengths, kind="stable")
         out: npt.NDArray[np.float32] | None = None
-        for start in range(0, len(items), self.batch_size):
-            rows = order[start : start + self.batch_size]
+        start = 0
+        for count in run_sizes(lengths[order].tolist(), self.batch_size):
+            rows = order[start : start + count]
+            start += count
             width = int(lengths[rows].max())
             ids = np.zeros((len(rows), width), dtype=np.int64)
             mask = np.zeros((len(rows), width), dtype=np.int64)

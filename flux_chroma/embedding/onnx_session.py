@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -23,9 +24,11 @@ from flux_chroma.embedding.model_files import MAX_TOKENS
 from flux_chroma.errors import ConfigurationError, ModelNotAvailableError
 
 __all__ = [
+    "ATTENTION_BUDGET",
     "EMBED_THREADS_ENV",
     "MAX_THREADS",
     "cpu_count",
+    "run_sizes",
     "load_session",
     "load_tokenizers",
     "pool",
@@ -38,6 +41,17 @@ EMBED_THREADS_ENV = "FLUX_CHROMA_EMBED_THREADS"
 
 MAX_THREADS = 1024
 """Largest accepted thread count."""
+
+ATTENTION_BUDGET = 4 * 256 * 256
+"""Largest ``texts x padded_length**2`` of one ONNX run (4 texts of 256 tokens).
+
+A run's working memory grows with the attention matrices: ``texts x heads x length x length``
+floats, several of them alive at once. Measured on all-MiniLM-L6-v2 (onnxruntime 1.32, CPU):
+about 420 bytes per ``texts x length**2`` (27 MiB per text of 256 tokens, 6 MiB per text of
+128), kept afterwards by onnxruntime's memory arena as the session's high-water mark. This
+budget holds a run to about 70 MiB whatever ``batch_size`` and the texts' lengths are, at the
+same throughput (``python -m bench.cold_memory``, docs/benchmarks.md, "Cold-ingest memory").
+"""
 
 
 @dataclass(frozen=True)
@@ -102,6 +116,32 @@ def session_threads(explicit: int | None = None) -> int:
         return explicit
     env = os.environ.get(EMBED_THREADS_ENV, "").strip()
     return validate_threads(env, EMBED_THREADS_ENV, text=True) if env else cpu_count()
+
+
+def run_sizes(lengths: Sequence[int], batch_size: int, budget: int | None = None) -> list[int]:
+    """Cut texts sorted longest first into ONNX runs that fit the attention budget.
+
+    Each run holds at most ``batch_size`` texts and, padded to its first (longest) text's
+    length ``L``, at most ``budget // L**2`` of them (always at least one).
+
+    Args:
+        lengths: Token counts, longest first.
+        batch_size: Most texts per run.
+        budget: Largest ``texts x L**2`` of a run (default :data:`ATTENTION_BUDGET`, read at
+            call time).
+
+    Returns:
+        The number of texts of each run, in order; they sum to ``len(lengths)``.
+    """
+    limit = ATTENTION_BUDGET if budget is None else budget
+    sizes: list[int] = []
+    start = 0
+    while start < len(lengths):
+        width = max(1, int(lengths[start]))
+        count = max(1, min(batch_size, limit // (width * width), len(lengths) - start))
+        sizes.append(count)
+        start += count
+    return sizes
 
 
 def load_tokenizers(folder: Path) -> _Tokenizers:
