@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench.quality", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--usrdoc-files", type=int, default=60, help="README files of /usr/share/doc to ingest (default 60)")
     args = parser.parse_args(argv)
-    from flux_chroma.cli.state import quiet_flux_logs
+    from flux_chroma.flux_state import quiet_flux_logs
 
     quiet_flux_logs()
     results = measure(args.usrdoc_files)

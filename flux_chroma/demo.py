@@ -134,7 +134,7 @@ def run_demo(
     Raises:
         FluxChromaError: A step failed (the error keeps its readable message).
     """
-    from flux_chroma.cli.state import flux_home as use_flux_home
+    from flux_chroma.flux_state import flux_home as use_flux_home
 
     with tempfile.TemporaryDirectory(prefix="flux-chroma-quickstart-") as tmp:
         home = Path(flux_home) if flux_home is not None else Path(tmp) / "flux"

@@ -1,5 +1,10 @@
 """Flux's local state folder and log level, set up by flux-chroma's entry points only.
 
+**Where the state lives.** Flux keeps executions in ``database_url``; ``FLUX_HOME`` alone does
+not move it. :func:`flux_home` resolves one home folder (``--flux-home``, else ``FLUX_HOME``,
+else ``./.flux``) and points both ``home`` and ``database_url`` at it for the duration of a
+``with`` block (the CLI, the demo and the quality evaluation use it).
+
 Importing :mod:`flux_chroma` changes nothing in the process: no import hooks, no global
 listeners, no logging set-up. Flux runs flux-chroma inside its workers' child processes,
 where ``flux.config`` is a read-only snapshot that holds only a few settings; anything
@@ -24,11 +29,23 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from flux_chroma.errors import ConfigurationError
 
-__all__ = ["quiet_flux_logs", "flux_sqlite_path", "ensure_flux_db_folder"]
+__all__ = [
+    "DEFAULT_FLUX_HOME",
+    "ensure_flux_db_folder",
+    "flux_home",
+    "flux_sqlite_path",
+    "quiet_flux_logs",
+    "resolve_flux_home",
+]
+
+DEFAULT_FLUX_HOME = ".flux"
+"""Flux's own default home, relative to the current directory."""
 
 
 def quiet_flux_logs() -> None:
@@ -89,3 +106,47 @@ def ensure_flux_db_folder() -> Path | None:
             "FLUX_DATABASE_URL (sqlite:////absolute/path/flux.db) to a writable place."
         ) from None
     return target
+
+
+def resolve_flux_home(option: str | os.PathLike[str] | None) -> Path | None:
+    """Decide which folder holds Flux's state.
+
+    Args:
+        option: An explicit folder (``--flux-home``), or None.
+
+    Returns:
+        The absolute folder to use; None when ``FLUX_DATABASE_URL`` is set and no folder was
+        given (Flux then reads its own environment unchanged).
+    """
+    if option is not None:
+        return Path(option).expanduser().resolve()
+    if os.environ.get("FLUX_DATABASE_URL"):
+        return None
+    return Path(os.environ.get("FLUX_HOME") or DEFAULT_FLUX_HOME).expanduser().resolve()
+
+
+@contextmanager
+def flux_home(option: str | os.PathLike[str] | None = None) -> Iterator[Path | None]:
+    """Run the block with Flux's home and SQLite database in one folder.
+
+    Args:
+        option: The folder; None means ``FLUX_HOME`` or ``./.flux`` (or, when
+            ``FLUX_DATABASE_URL`` is set, whatever Flux's environment says).
+
+    Yields:
+        The folder in use, or None when Flux's environment decides.
+    """
+    from flux.config import Configuration
+
+    home = resolve_flux_home(option)
+    if home is None:
+        ensure_flux_db_folder()
+        yield None
+        return
+    config = Configuration.get()
+    config.override(home=str(home), database_url=f"sqlite:///{home / 'flux.db'}")
+    try:
+        ensure_flux_db_folder()
+        yield home
+    finally:
+        config.reset()

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 from test_cli import as_json, cli, closed_port_url, seed
 
-from flux_chroma.cli.support import ExitCode
-from flux_chroma.cli.wording import cli_wording
+from flux_chroma.cli.support import ExitCode, cli_wording
 
 
 def test_a_folder_matching_no_glob_is_an_error_naming_the_globs(url: str, tenant: str, tmp_path: Path) -> None:

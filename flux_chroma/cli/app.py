@@ -23,18 +23,19 @@ import typer
 from flux_chroma._version import __version__
 from flux_chroma.cli.support import (
     CliError,
+    Command,
     ExitCode,
     check_collection_target,
     check_settings,
     check_tenant,
     cli_errors,
     json_option,
+    plural,
     print_json,
     run_workflow,
     stderr,
     stdout,
 )
-from flux_chroma.cli.text import Command, plural
 
 __all__ = ["app", "main"]
 
@@ -178,7 +179,7 @@ def ingest(
     with cli_errors(debug=debug, json_out=json_out):
         from flux_chroma.chroma.connection import server_info
         from flux_chroma.cli.ingest import ProgressReporter, build_job, report_run, stop_on_signals
-        from flux_chroma.cli.state import flux_home as use_flux_home
+        from flux_chroma.flux_state import flux_home as use_flux_home
         from flux_chroma.ingest import run_ingest
         from flux_chroma.ingest.spec import MAX_PARALLEL
 
@@ -266,7 +267,7 @@ def query(
         try:
             hits = run_workflow(cli_query, payload, flux_home)
         except CollectionNotFoundError as exc:
-            from flux_chroma.cli.wording import did_you_mean
+            from flux_chroma.cli.support import did_you_mean
 
             def names() -> list[str]:
                 base = {"tenant": tenant, "tenancy": tenancy, "url": settings.url}
@@ -336,8 +337,8 @@ def doctor(
     """
     with cli_errors(debug=debug, json_out=json_out):
         from flux_chroma.cli.doctor import run_doctor
-        from flux_chroma.cli.state import resolve_flux_home
         from flux_chroma.embedding import MODEL_DIR_ENV, chroma_default_model_dir, default_cache_dir
+        from flux_chroma.flux_state import resolve_flux_home
 
         settings = check_settings(url)
         if tenant is not None:
@@ -387,8 +388,8 @@ def demo(
 ) -> None:
     """The quickstart: start a throwaway server, ingest three documents, ask one question."""
     with cli_errors(debug=debug, json_out=json_out):
-        from flux_chroma.cli.state import quiet_flux_logs
         from flux_chroma.demo import DemoResult, run_demo
+        from flux_chroma.flux_state import quiet_flux_logs
 
         if url is not None:
             check_settings(url)
@@ -434,7 +435,7 @@ _register_more()
 
 def main() -> None:
     """Entry point of the ``flux-chroma`` console script."""
-    from flux_chroma.cli.state import quiet_flux_logs
+    from flux_chroma.flux_state import quiet_flux_logs
 
     quiet_flux_logs()
     app(prog_name="flux-chroma")

@@ -25,8 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from flux_chroma.chroma.settings import ConnectionSettings
-from flux_chroma.cli.checks import Check, Status
-from flux_chroma.cli.host_checks import check_filesystems, check_persistent_client
+from flux_chroma.cli.host_checks import Check, Status, check_filesystems, check_persistent_client
 from flux_chroma.errors import FluxChromaError
 
 __all__ = [

@@ -10,6 +10,7 @@ import typer
 from flux_chroma.cli.stored import Collection, Debug, FluxHome, JsonOut, Tenancy, Tenant, Url
 from flux_chroma.cli.support import (
     CliError,
+    Command,
     check_collection_target,
     cli_errors,
     print_json,
@@ -17,7 +18,6 @@ from flux_chroma.cli.support import (
     stderr,
     stdout,
 )
-from flux_chroma.cli.text import Command
 
 __all__ = ["eval_command", "register", "report_lines"]
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from flux_chroma.cli.checks import Check
+from flux_chroma.cli.host_checks import Check
 
 __all__ = ["check_fleet"]
 

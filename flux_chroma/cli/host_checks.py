@@ -1,4 +1,5 @@
-"""Host checks of ``flux-chroma doctor``: PersistentClient use in a project, network filesystems.
+"""The result type of ``flux-chroma doctor``'s checks (:class:`Check`), and its host checks:
+PersistentClient use in a project, network filesystems.
 
 Re-exported by :mod:`flux_chroma.cli.doctor`; see that module for the whole list of checks.
 """
@@ -9,17 +10,42 @@ import ast
 import os
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-
-from flux_chroma.cli.checks import Check
+from typing import Literal
 
 __all__ = [
+    "Check",
+    "Status",
     "NETWORK_FS_TYPES",
     "ALLOW_MARKER",
     "check_persistent_client",
     "check_filesystems",
     "filesystem_type",
 ]
+
+Status = Literal["ok", "warn", "fail", "skip"]
+"""A check's outcome: only ``fail`` makes ``flux-chroma doctor`` exit with 4."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One result line of ``flux-chroma doctor``.
+
+    Attributes:
+        name: The check, e.g. ``server`` or ``pin acme/handbook``.
+        status: ``ok``, ``warn``, ``fail`` or ``skip``.
+        detail: What was found, and for warn/fail what to do.
+    """
+
+    name: str
+    status: Status
+    detail: str
+
+    def to_dict(self) -> dict[str, str]:
+        """JSON-able form."""
+        return {"name": self.name, "status": self.status, "detail": self.detail}
+
 
 NETWORK_FS_TYPES = frozenset(
     {"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "afs", "ceph", "glusterfs", "lustre", "gpfs", "beegfs", "davfs", "fuse"}

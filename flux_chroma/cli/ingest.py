@@ -28,8 +28,15 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from flux_chroma.cli.support import CliError, ExitCode, exit_code_for, print_json, stderr, stdout
-from flux_chroma.cli.text import plural
+from flux_chroma.cli.support import (
+    CliError,
+    ExitCode,
+    exit_code_for,
+    plural,
+    print_json,
+    stderr,
+    stdout,
+)
 
 __all__ = ["sources_for", "build_job", "ProgressReporter", "summary_line", "skipped_lines", "stop_on_signals", "report_run"]
 

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from flux_chroma.cli.support import (
+    Command,
     check_collection_target,
     cli_errors,
     json_option,
@@ -22,7 +23,6 @@ from flux_chroma.cli.support import (
     run_workflow,
     stdout,
 )
-from flux_chroma.cli.text import Command
 
 __all__ = ["register", "Url", "Tenant", "Tenancy", "JsonOut", "Debug", "FluxHome", "Collection"]
 
@@ -36,7 +36,7 @@ Collection = Annotated[str, typer.Option("--collection", "-c", metavar="NAME", h
 
 
 def _run(task: str, collection: str, args: list[Any], url: str | None, tenant: str | None, tenancy: str, flux_home: Path | None) -> Any:
-    from flux_chroma.cli.inspect_workflows import cli_inspect
+    from flux_chroma.cli.workflows import cli_inspect
 
     settings = check_collection_target(url, tenant, tenancy, collection)
     payload = {"tenant": tenant, "tenancy": tenancy, "url": settings.url, "collection": collection, "task": task, "args": args}

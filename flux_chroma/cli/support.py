@@ -12,14 +12,27 @@ Exit codes scripts can rely on (see :class:`ExitCode`):
 130  interrupted (Ctrl-C)
 143  stopped by SIGTERM
 ==== =====================================================================
+
+Errors are printed in the words of the command line, not of the Python API (:func:`cli_wording`):
+the library's messages name task options (``task.with_options(tenant=...)``,
+``retry_max_attempts``, ``embed_and_add``); on the command line the same advice must name
+options and commands (``--tenant acme``, ``flux-chroma ingest``), and advice that cannot apply
+(the commands run with no retries) is left out. :func:`did_you_mean` turns a misspelt
+collection name into a suggestion.
+
+Help text: :class:`Command` shows arguments by their metavar (``PATH...``, ``TEXT``,
+``[QUESTION]``), not ``{paths}...`` or ``<list[Path]>``; :func:`plural` says ``1 doc``,
+``2 docs``, ``1 batch``, ``3 batches``.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
 import sys
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from enum import IntEnum
 from pathlib import Path
@@ -28,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer.core import TyperCommand
 
 from flux_chroma.errors import (
     ChromaUnavailableError,
@@ -45,12 +59,17 @@ from flux_chroma.errors import (
     TenantError,
     UnpinnedCollectionError,
 )
+from flux_chroma.seams import show_arguments_plain
 
 if TYPE_CHECKING:
     from flux_chroma.chroma.settings import ConnectionSettings
 
 __all__ = [
+    "Command",
     "ExitCode",
+    "plural",
+    "cli_wording",
+    "did_you_mean",
     "CliError",
     "cli_errors",
     "exit_code_for",
@@ -159,9 +178,87 @@ def hint_for(exc: BaseException) -> str:
     return "rerun with --debug for the full traceback."
 
 
-def _message(exc: BaseException) -> str:
-    from flux_chroma.cli.wording import cli_wording
+_IRREGULAR = {"batch": "batches", "match": "matches"}
 
+
+def plural(count: int, word: str) -> str:
+    """``count`` and ``word``, with the word in the plural unless the count is one.
+
+    Args:
+        count: How many.
+        word: The singular noun (``doc``, ``chunk``, ``batch``).
+
+    Returns:
+        For example ``"1 doc"`` or ``"3 batches"``.
+    """
+    return f"{count} {word if count == 1 else _IRREGULAR.get(word, word + 's')}"
+
+
+class Command(TyperCommand):
+    """A Typer command whose arguments read as in ordinary Unix help.
+
+    Args:
+        *args: As for :class:`typer.core.TyperCommand`.
+        **kwargs: As for :class:`typer.core.TyperCommand`.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        show_arguments_plain(self.params)
+
+
+_REWRITES: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"task\.with_options\(tenant=(['\"]?)([\w-]+)\1\)"), r"--tenant \2"),
+    (re.compile(r"\burl= / FLUX_CHROMA_URL"), "--url / FLUX_CHROMA_URL"),
+    (re.compile(r"[;,]?\s*the task is retried when it has retry_max_attempts > 0\.?"), "."),
+    (re.compile(r"Ingest into it first \(embed_and_add\)"), "Ingest into it first (flux-chroma ingest PATH -c NAME)"),
+    (re.compile(r"Run the job again \(run_ingest\)"), "Run the same command again"),
+]
+
+
+def cli_wording(text: str) -> str:
+    """Rewrite a library message so that its advice names CLI options and commands.
+
+    Args:
+        text: The message.
+
+    Returns:
+        The message as the command line should print it.
+    """
+    for pattern, replacement in _REWRITES:
+        text = pattern.sub(replacement, text)
+    return re.sub(r"\.\.+", ".", text).strip()
+
+
+def did_you_mean(name: str, tenant: str, list_names: Callable[[], Sequence[str]]) -> str:
+    """A hint for a collection name that does not exist in the tenant.
+
+    Args:
+        name: The name given.
+        tenant: The tenant.
+        list_names: Returns the tenant's collection names (called once; may raise).
+
+    Returns:
+        ``did you mean 'handbook'? ...``, or the tenant's names, or how to create one.
+    """
+    listing = f"`flux-chroma collections --tenant {tenant}` lists them"
+    try:
+        names = sorted(list_names())
+    except Exception:  # noqa: BLE001 - the hint is best effort; the error itself stands
+        return f"list the tenant's collections with `flux-chroma collections --tenant {tenant}`."
+    if not names:
+        return (
+            f"list the tenant's collections with `flux-chroma collections --tenant {tenant}`: it has none "
+            f"yet; `flux-chroma ingest PATH -c {name} --tenant {tenant}` creates one."
+        )
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    if close:
+        return f"did you mean {' or '.join(repr(c) for c in close)}? ({listing})"
+    shown = ", ".join(repr(n) for n in names[:8]) + (", ..." if len(names) > 8 else "")
+    return f"tenant {tenant!r} has {shown} ({listing})."
+
+
+def _message(exc: BaseException) -> str:
     if isinstance(exc, CliError):
         return cli_wording(exc.message)
     if isinstance(exc, FluxChromaError):
@@ -318,9 +415,9 @@ def run_workflow(wf: Any, payload: dict[str, Any], flux_home: Path | None) -> An
     """
     from flux.errors import ExecutionError
 
-    from flux_chroma.cli.state import flux_home as use_flux_home
-    from flux_chroma.cli.state import quiet_flux_logs
     from flux_chroma.errors import FluxChromaError
+    from flux_chroma.flux_state import flux_home as use_flux_home
+    from flux_chroma.flux_state import quiet_flux_logs
 
     quiet_flux_logs()
     with use_flux_home(flux_home):

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from flux_chroma.cli.support import (
+    Command,
     check_settings,
     check_tenant,
     cli_errors,
@@ -15,7 +16,6 @@ from flux_chroma.cli.support import (
     run_workflow,
     stdout,
 )
-from flux_chroma.cli.text import Command
 
 __all__ = ["register", "render_receipt"]
 
@@ -76,7 +76,7 @@ def register(app: typer.Typer) -> None:
         with cli_errors(debug=debug, json_out=json_out):
             check_tenant(tenant, tenancy)
             settings = check_settings(url)
-            from flux_chroma.cli.tenant_workflows import cli_erase_tenant
+            from flux_chroma.cli.workflows import cli_erase_tenant
 
             payload = {"tenant": tenant, "tenancy": tenancy, "url": settings.url, "confirm": yes, "cache_only": cache_only}
             receipt = run_workflow(cli_erase_tenant, payload, flux_home)

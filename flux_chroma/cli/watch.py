@@ -24,8 +24,7 @@ from typing import Annotated, Any
 import httpx
 import typer
 
-from flux_chroma.cli.support import CliError, ExitCode, cli_errors, stderr, stdout
-from flux_chroma.cli.text import Command
+from flux_chroma.cli.support import CliError, Command, ExitCode, cli_errors, stderr, stdout
 
 __all__ = ["JobView", "read_job", "register", "render", "watch_job"]
 
