@@ -35,9 +35,12 @@ WORDS = ["river", "stone", "cloud", "ember", "lantern", "harbor", "meadow", "sig
 
 
 def _register_fast_embedding() -> None:
-    """Register ``bench-hash`` (:mod:`bench.stand_in`, shared with the harness's rows 6 and 11)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    import bench.stand_in  # noqa: F401 - registers bench-hash with chromadb
+    """Register ``bench-hash`` (``bench/stand_in.py``, shared with the harness's rows 6 and 11).
+
+    This file runs as a script (``python bench/bench_ingest_state.py``), so its own folder is
+    first on ``sys.path``.
+    """
+    import stand_in  # noqa: F401 - registers bench-hash with chromadb
 
 
 def write_corpus(path: Path, chunks: int) -> int:

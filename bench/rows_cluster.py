@@ -194,7 +194,7 @@ def _report(
     b.report.note(
         11,
         (
-            "- A throwaway PostgreSQL (`examples/distributed/postgres_local.py`), a Flux server on it "
+            "- A throwaway PostgreSQL (`flux_chroma/local_fleet/postgres.py`), a Flux server on it "
             "(event dispatch mode) and 1, 2 then 3 `flux start worker` processes on this host "
             "(`bench/fleet.py`, shared with the cluster tests). `flux_chroma/ingest/workflow.py` is "
             "registered; the job is submitted with `flux workflow run flux-chroma/ingest_job ... "

@@ -7,13 +7,11 @@ executions and logs what it embeds to ``FC_EMBED_LOG`` (:attr:`Fleet.embed_log`)
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
 from bench.fleet import Fleet as _Fleet
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 class Fleet(_Fleet):

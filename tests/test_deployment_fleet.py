@@ -30,12 +30,10 @@ import pytest
 
 from flux_chroma import ChromaServer
 from flux_chroma.embedding import chroma_default_model_dir
+from flux_chroma.local_fleet import LocalPostgres, free_port
+from flux_chroma.local_fleet import Processes as Stack
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "examples" / "distributed"))
-
-from postgres_local import LocalPostgres
-from run_local import Stack, free_port
 
 pytestmark = pytest.mark.slow
 

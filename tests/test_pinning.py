@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -69,12 +70,13 @@ def test_pinned_function_missing_in_another_worker(tenant: str) -> None:
     assert _ingest(tenant, "unregistered8").has_succeeded
     # A fresh worker process that never imported the class cannot rebuild it from the pin.
     script = (
-        "import sys; sys.path.insert(0, 'tests')\n"
-        "from workflows import query_wf\n"
+        "from workflows import query_wf\n"  # tests/workflows.py: `python -c` imports from its cwd
         f"run = query_wf.run({{'tenant': {tenant!r}, 'collection': 'pinned', 'question': 'anything'}})\n"
         "print(type(run.output).__name__); print(run.output)\n"
     )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=Path(__file__).parent, capture_output=True, text=True, timeout=120, check=True
+    )
     kind, message = out.stdout.strip().split("\n", 1)
     assert kind == "EmbeddingMismatchError", out.stdout + out.stderr
     assert "toy-unregistered" in message and "not registered" in message

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,18 +13,13 @@ from typing import Any
 
 import httpx
 import pytest
-from cluster_stack import ROOT, Fleet
+from cluster_stack import Fleet
 from ingest_workflows import write_docs
-
-from flux_chroma import ChromaServer
-
-sys.path.insert(0, str(ROOT / "examples"))
-sys.path.insert(0, str(ROOT / "examples" / "distributed"))
-
-from run_local import flux
 from scheduled_sync import register_for
 
 from bench.fleet import LIVENESS
+from flux_chroma import ChromaServer
+from flux_chroma.local_fleet import flux_cli as flux
 
 pytestmark = pytest.mark.slow
 

@@ -8,20 +8,16 @@ worker's own process: the ``pid`` it reports is the worker's.
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from bench.flux_stack import FluxStack
 from flux_chroma import ChromaServer
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "distributed" / "workflows.py"
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench.flux_stack import FluxStack
 
 
 def _example() -> ModuleType:

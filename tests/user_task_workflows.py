@@ -3,14 +3,10 @@ re-executes this module on registration)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 from fault_tools import task_options
 from flux import ExecutionContext, workflow
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 from user_task import get_documents
 
 

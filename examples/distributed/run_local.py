@@ -9,8 +9,8 @@ It starts, as separate OS processes (each in its own process group):
 
 1. ``flux-chroma server --path WORKDIR/chroma-data --port 0``: the ONE process that owns
    the Chroma data directory;
-2. a throwaway PostgreSQL server for Flux's state (``postgres_local.py``: a temporary
-   directory, a free loopback port; as the ``postgres`` OS user when run as root). A fleet
+2. a throwaway PostgreSQL server for Flux's state (``flux_chroma.local_fleet.LocalPostgres``:
+   a temporary directory, a free loopback port; as the ``postgres`` OS user when run as root). A fleet
    needs it: on SQLite the Flux server warns that multi-worker fleets get lock contention
    and dispatch anomalies. ``--flux-db sqlite`` keeps SQLite (one-node use);
 3. ``flux start server``: the Flux server (``FLUX_DATABASE_URL`` points at PostgreSQL;
@@ -33,10 +33,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -44,13 +42,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
-from postgres_local import LocalPostgres
-
-HERE = Path(__file__).resolve().parent
-BIN = Path(sys.executable).parent
-STARTUP_TIMEOUT = 90.0
-RUN_TIMEOUT = 180.0
+from flux_chroma.errors import FluxChromaError
+from flux_chroma.local_fleet import LocalFleet, Processes, clean_env, tool, wait_for
+from flux_chroma.local_fleet import flux_cli as flux
+from flux_chroma.local_fleet.processes import RUN_TIMEOUT
 
 DOCS: dict[str, list[dict[str, Any]]] = {
     "acme": [
@@ -65,111 +60,6 @@ DOCS: dict[str, list[dict[str, Any]]] = {
     ],
 }
 QUESTIONS = {"acme": "what is the refund policy?", "globex": "what is the refund policy?"}
-
-
-class Stack:
-    """The processes this script started, stopped in reverse order by pid."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.workdir = workdir
-        self.procs: list[tuple[str, subprocess.Popen[bytes], Path]] = []
-        self.postgres: LocalPostgres | None = None
-
-    def start_postgres(self) -> str:
-        """Start the throwaway PostgreSQL for Flux's state; return its URL."""
-        self.postgres = LocalPostgres()
-        self.postgres.start()
-        print(f"started {'postgres':<9} pid {self.postgres.pid}", flush=True)
-        return self.postgres.url
-
-    def start(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
-        """Start ``argv`` in its own process group (so its children stop with it)."""
-        cwd = self.workdir / name
-        cwd.mkdir(parents=True, exist_ok=True)
-        log = cwd / "output.log"
-        with log.open("ab") as out:
-            proc = subprocess.Popen(
-                argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-            )
-        self.procs.append((name, proc, log))
-        print(f"started {name:<9} pid {proc.pid}", flush=True)
-        return proc
-
-    def pids(self) -> dict[str, int]:
-        """``{name: pid}`` of every process started."""
-        pids = {name: proc.pid for name, proc, _ in self.procs}
-        if self.postgres is not None and self.postgres.pid is not None:
-            pids["postgres"] = self.postgres.pid
-        return pids
-
-    def log_tail(self, name: str, lines: int = 15) -> str:
-        """The last lines of one process's output."""
-        for proc_name, _, log in self.procs:
-            if proc_name == name and log.exists():
-                return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
-        return ""
-
-    def stop(self) -> None:
-        """SIGTERM each process group (by the pid we started), SIGKILL after 15 s."""
-        for name, proc, _ in reversed(self.procs):
-            if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGTERM)  # the group id is the pid we started
-                except ProcessLookupError:
-                    pass
-                try:
-                    proc.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait(timeout=10)
-            print(f"stopped {name:<9} pid {proc.pid} (exit {proc.returncode})", flush=True)
-        if self.postgres is not None:
-            self.postgres.stop()
-            print(f"stopped {'postgres':<9} pid {self.postgres.pid}", flush=True)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def tool(name: str) -> str:
-    path = BIN / name
-    found = str(path) if path.exists() else shutil.which(name)
-    if not found:
-        raise SystemExit(f"error: `{name}` is not installed in this environment (pip install -e .)")
-    return found
-
-
-def base_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FLUX_", "CHROMA_"))}
-    env.update(PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}")
-    env.update(extra)
-    return env
-
-
-def wait_for(what: str, probe: Any, stack: Stack, name: str, timeout: float = STARTUP_TIMEOUT) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for proc_name, proc, _ in stack.procs:
-            if proc.poll() is not None:
-                raise RuntimeError(f"{proc_name} exited with {proc.returncode}:\n{stack.log_tail(proc_name)}")
-        try:
-            value = probe()
-        except (httpx.HTTPError, OSError, ValueError, subprocess.SubprocessError):
-            value = None
-        if value:
-            return value
-        time.sleep(0.3)
-    raise RuntimeError(f"timed out waiting for {what}:\n{stack.log_tail(name)}")
-
-
-def flux(args: list[str], env: dict[str, str], timeout: float = RUN_TIMEOUT) -> str:
-    done = subprocess.run([tool("flux"), *args], env=env, capture_output=True, text=True, timeout=timeout, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"flux {' '.join(args[:3])} failed ({done.returncode}): {done.stderr or done.stdout}")
-    return done.stdout
 
 
 def run_workflows(names_inputs: list[tuple[str, dict[str, Any]]], env: dict[str, str], flux_url: str) -> list[dict[str, Any]]:
@@ -220,50 +110,28 @@ def settle(name: str, execution: dict[str, Any], env: dict[str, str], flux_url: 
     return execution
 
 
-def deploy_and_run(stack: Stack, flux_db: str = "postgresql", workers: int = 2) -> dict[str, Any]:
+def deploy_and_run(stack: Processes, flux_db: str = "postgresql", workers: int = 2) -> dict[str, Any]:
     work = stack.workdir
     # 1. The ONE Chroma server (flux-chroma's own command; it prints its URL as JSON).
     chroma_log = work / "chroma" / "output.log"
-    stack.start("chroma", [tool("flux-chroma"), "server", "--path", str(work / "chroma-data"), "--port", "0", "--json"], base_env())
+    stack.start("chroma", [tool("flux-chroma"), "server", "--path", str(work / "chroma-data"), "--port", "0", "--json"], clean_env())
     def chroma_ready() -> str | None:
         lines = [ln for ln in chroma_log.read_text().splitlines() if ln.startswith("{")]
         return json.loads(lines[0])["url"] if lines else None
 
     chroma_url = wait_for("the Chroma server", chroma_ready, stack, "chroma")
 
-    # 2. The Flux server, its state in PostgreSQL (or SQLite with --flux-db sqlite).
-    flux_port, flux_home = free_port(), work / "flux-server"
-    flux_url = f"http://127.0.0.1:{flux_port}"
-    if flux_db == "postgresql":
-        database = {"FLUX_DATABASE_URL": stack.start_postgres(), "FLUX_DATABASE_TYPE": "postgresql"}
-    else:
-        database = {"FLUX_DATABASE_URL": f"sqlite:///{flux_home / 'flux.db'}"}
-    server_env = base_env(
-        FLUX_HOME=str(flux_home),
-        FLUX_SECURITY__AUTH__ALLOW_ANONYMOUS="true",  # loopback only; configure auth in production
-        **database,
-    )
-    stack.start("flux-server", [tool("flux"), "start", "server", "--host", "127.0.0.1", "--port", str(flux_port)], server_env)
-    wait_for("the Flux server", lambda: httpx.get(f"{flux_url}/health", timeout=2).json().get("status") == "healthy", stack, "flux-server")
-    token = wait_for("the bootstrap token", lambda: flux(["server", "bootstrap-token"], server_env, 30).strip(), stack, "flux-server")
-
-    # 3. Stateless workers: the Flux server's URL, the Chroma URL and a shared embedding cache.
+    # 2. The Flux server, its state in PostgreSQL (or SQLite with --flux-db sqlite), and
+    # 3. stateless workers: the Flux server's URL, the Chroma URL and a shared embedding cache.
+    fleet = LocalFleet(
+        work,
+        chroma_url,
+        database="postgresql" if flux_db == "postgresql" else "sqlite",
+        worker_env={"FLUX_CHROMA_CACHE_DIR": str(work / "embedding-cache")},
+        processes=stack,
+    ).start(workers)
+    flux_url, server_env = fleet.url, fleet.server_env
     names = [f"worker-{n}" for n in range(1, workers + 1)]
-    for name in names:
-        worker_env = base_env(
-            FLUX_HOME=str(work / name / ".flux"),
-            FLUX_WORKERS__BOOTSTRAP_TOKEN=token,
-            FLUX_WORKERS__SERVER_URL=flux_url,  # child executions (parallel ingestion) go here
-            FLUX_CHROMA_URL=chroma_url,
-            FLUX_CHROMA_CACHE_DIR=str(work / "embedding-cache"),
-        )
-        stack.start(name, [tool("flux"), "start", "worker", name, "--server-url", flux_url], worker_env)
-
-    def online() -> bool:
-        listed = json.loads(flux(["worker", "list", "--format", "json", "--server-url", flux_url], server_env, 30))
-        return {w["name"] for w in listed if w.get("status") == "online"} >= set(names)
-
-    wait_for("the workers online", online, stack, names[-1])
     print(f"Chroma {chroma_url}  Flux {flux_url} ({flux_db})  workers {', '.join(names)}", flush=True)
 
     # 4. Register the workflows once per tenant (namespace kb-<tenant>: the tenant is bound to
@@ -304,7 +172,7 @@ def deploy_and_run(stack: Stack, flux_db: str = "postgresql", workers: int = 2) 
     }
 
 
-def hold(stack: Stack, summary: dict[str, Any]) -> None:
+def hold(stack: Processes, summary: dict[str, Any]) -> None:
     """Keep the fleet running: write ``fleet.env`` and a ``pid`` file per process, wait for a signal.
 
     ``source WORKDIR/fleet.env`` sets ``FLUX_SERVER`` (the Flux server's URL), ``FLUX_CHROMA_URL``
@@ -345,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
 
     workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="flux-chroma-distributed-"))).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
-    stack = Stack(workdir)
+    stack = Processes(workdir)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the finally block below
     summary: dict[str, Any] = {"workdir": str(workdir), "ok": False}
     code = 1
@@ -355,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         code = 0
         if args.hold:
             hold(stack, summary)
-    except (RuntimeError, subprocess.SubprocessError, json.JSONDecodeError) as exc:
+    except (RuntimeError, FluxChromaError, subprocess.SubprocessError, json.JSONDecodeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
     except KeyboardInterrupt:
         print("interrupted" if not (args.hold and summary["ok"]) else "stopping", file=sys.stderr)

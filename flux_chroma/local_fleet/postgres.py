@@ -1,4 +1,4 @@
-"""A throwaway PostgreSQL server for a local Flux fleet (what ``run_local.py`` uses by default).
+"""A throwaway PostgreSQL server for a local Flux fleet (what :class:`~flux_chroma.local_fleet.LocalFleet` uses by default).
 
 A Flux server with several workers keeps its state in PostgreSQL: on SQLite the server warns
 "multi-worker fleets require PostgreSQL; expect lock contention and dispatch anomalies".
@@ -29,12 +29,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-__all__ = ["LocalPostgres", "postgres_bin_dir", "PostgresUnavailable"]
+from flux_chroma.errors import ServerStartError
+
+__all__ = ["LocalPostgres", "postgres_bin_dir", "PostgresUnavailable", "free_port"]
 
 STARTUP_TIMEOUT = 60.0
 
 
-class PostgresUnavailable(RuntimeError):
+class PostgresUnavailable(ServerStartError):
     """The PostgreSQL server binaries are missing, or the server did not start."""
 
 
@@ -56,7 +58,8 @@ def postgres_bin_dir() -> Path:
     )
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1 (for PostgreSQL, the Flux server, ...)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -101,7 +104,7 @@ class LocalPostgres:
         if done.returncode != 0:
             raise PostgresUnavailable(f"{tool} failed ({done.returncode}): {done.stderr.strip() or done.stdout.strip()}")
 
-    def start(self) -> LocalPostgres:
+    def start(self) -> Self:
         """initdb, start the server, wait until it answers, create the database.
 
         Raises:
@@ -111,7 +114,7 @@ class LocalPostgres:
             entry = pwd.getpwnam("postgres")
             os.chown(self.root, entry.pw_uid, entry.pw_gid)
         self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", self.user, "-E", "UTF8", "--no-instructions")
-        self.port = _free_port()
+        self.port = free_port()
         log = (self.root / "postgres.log").open("ab")
         self.proc = subprocess.Popen(
             self._argv(
@@ -162,12 +165,3 @@ class LocalPostgres:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()
 
-
-if __name__ == "__main__":
-    with LocalPostgres() as pg:
-        print(f"PostgreSQL {pg.bin} running: FLUX_DATABASE_URL={pg.url}  (Ctrl-C stops it)", flush=True)
-        try:
-            while True:
-                time.sleep(3600)
-        except KeyboardInterrupt:
-            pass

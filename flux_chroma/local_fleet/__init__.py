@@ -1,0 +1,34 @@
+"""A local Flux fleet on loopback, as real OS processes: PostgreSQL, a Flux server, workers.
+
+One launcher for ``examples/distributed/run_local.py``, the benchmarks and the cluster tests:
+:class:`LocalFleet` (the Flux server and its workers), :class:`Processes` (every process in its
+own process group, stopped by the pid started) and :class:`LocalPostgres` (a throwaway
+PostgreSQL for Flux's state).
+"""
+
+from __future__ import annotations
+
+from flux_chroma.local_fleet.fleet import LIVENESS, LocalFleet
+from flux_chroma.local_fleet.postgres import LocalPostgres, PostgresUnavailable, postgres_bin_dir
+from flux_chroma.local_fleet.processes import (
+    Processes,
+    clean_env,
+    flux_cli,
+    free_port,
+    tool,
+    wait_for,
+)
+
+__all__ = [
+    "LIVENESS",
+    "LocalFleet",
+    "LocalPostgres",
+    "PostgresUnavailable",
+    "Processes",
+    "clean_env",
+    "flux_cli",
+    "free_port",
+    "postgres_bin_dir",
+    "tool",
+    "wait_for",
+]

@@ -1,0 +1,284 @@
+"""A Flux server and its workers on loopback, as real OS processes: :class:`LocalFleet`.
+
+The one launcher behind ``examples/distributed/run_local.py``, the benchmarks and the cluster
+tests. It starts ``flux start server`` (state in a throwaway PostgreSQL, what a fleet of
+several workers needs, or in SQLite for one node; anonymous access because everything listens
+on 127.0.0.1 only), fetches the workers' bootstrap token, starts ``flux start worker``
+processes that reach the Chroma server through ``FLUX_CHROMA_URL`` and the Flux server through
+``FLUX_WORKERS__SERVER_URL``, and waits until the server sees every worker online. Every process
+is stopped by the pid started here (:class:`~flux_chroma.local_fleet.Processes`).
+
+Example:
+    >>> with LocalFleet(Path("/tmp/fleet"), chroma_url, database="sqlite") as fleet:  # doctest: +SKIP
+    ...     fleet.start(workers=1)
+    ...     fleet.register(Path("examples/distributed/workflows.py"))
+    ...     fleet.run_sync("kb/ask", {"question": "refunds?"})
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, Self
+
+import httpx
+
+from flux_chroma.errors import ServerStartError
+from flux_chroma.local_fleet.processes import (
+    RUN_TIMEOUT,
+    Processes,
+    clean_env,
+    flux_cli,
+    free_port,
+    tool,
+    wait_for,
+)
+
+__all__ = ["LIVENESS", "LocalFleet"]
+
+LIVENESS = {
+    "FLUX_WORKERS__HEARTBEAT_INTERVAL": "2",
+    "FLUX_WORKERS__HEARTBEAT_TIMEOUT": "8",
+    "FLUX_WORKERS__EVICTION_GRACE_PERIOD": "4",
+}
+"""Short worker liveness settings: a dead worker's executions are reclaimed after ~12 s, not ~60 s."""
+
+
+class LocalFleet:
+    """A Flux server (and its database) plus workers under ``workdir``; :meth:`stop` ends them all.
+
+    Args:
+        workdir: State and logs of every process (``WORKDIR/NAME/output.log``).
+        chroma_url: ``FLUX_CHROMA_URL`` of the workers.
+        database: ``"postgresql"`` (a throwaway PostgreSQL: several workers) or ``"sqlite"``.
+        server_env: Extra environment of the Flux server (dispatch mode, liveness, ...).
+        worker_env: Extra environment of every worker.
+        keep_env: Prefixes of this process's ``FLUX_``/``CHROMA_`` variables the processes
+            inherit (e.g. the ``FLUX_CHROMA`` prefix: flux-chroma's own settings); all others are dropped.
+        preload: ``(folder, module)``: every Python process of a worker puts ``folder`` on
+            ``sys.path`` and imports ``module`` first (a ``sitecustomize``), e.g. to register
+            the embedding functions the jobs name.
+        processes: Start the processes in this group (to stop them together with others).
+    """
+
+    def __init__(
+        self,
+        workdir: Path,
+        chroma_url: str,
+        *,
+        database: Literal["postgresql", "sqlite"] = "postgresql",
+        server_env: dict[str, str] | None = None,
+        worker_env: dict[str, str] | None = None,
+        keep_env: tuple[str, ...] = (),
+        preload: tuple[Path, str] | None = None,
+        processes: Processes | None = None,
+    ) -> None:
+        self.workdir = workdir
+        self.chroma_url = chroma_url
+        self.database = database
+        self.extra_server_env = dict(server_env or {})
+        self.worker_env = dict(worker_env or {})
+        self.keep_env = keep_env
+        self.processes = processes if processes is not None else Processes(workdir)
+        self.url = ""
+        self.token = ""
+        self.server_env: dict[str, str] = {}
+        self.site: Path | None = None
+        self._http: httpx.Client | None = None
+        if preload is not None:
+            folder, module = preload
+            self.site = workdir / "site"
+            self.site.mkdir(parents=True, exist_ok=True)
+            (self.site / "sitecustomize.py").write_text(
+                f"import sys\nsys.path.insert(0, {str(folder)!r})\nimport {module}  # noqa: F401\n"
+            )
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self, workers: int) -> Self:
+        """Start the database, the Flux server and workers ``worker-1`` ... ``worker-N``.
+
+        Returns:
+            The fleet, every worker online.
+
+        Raises:
+            ServerStartError: A process exited or did not answer in time (its log tail).
+        """
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.url = f"http://127.0.0.1:{free_port()}"
+        home = self.workdir / "flux-server"
+        if self.database == "postgresql":
+            database = {
+                "FLUX_DATABASE_URL": self.processes.start_postgres(),
+                "FLUX_DATABASE_TYPE": "postgresql",
+            }
+        else:
+            database = {"FLUX_DATABASE_URL": f"sqlite:///{home / 'flux.db'}"}
+        self.server_env = self._env(
+            FLUX_HOME=str(home),
+            FLUX_SECURITY__AUTH__ALLOW_ANONYMOUS="true",  # loopback only; configure auth in production
+            **database,
+            **self.extra_server_env,
+        )
+        self.start_server()
+        self.token = wait_for(
+            "the bootstrap token",
+            lambda: flux_cli(["server", "bootstrap-token"], self.server_env, 30).strip(),
+            self.processes,
+            "flux-server",
+        )
+        names = [f"worker-{n}" for n in range(1, workers + 1)]
+        for name in names:
+            self.start_worker(name)
+        wait_for("the workers online", lambda: self.online() >= set(names), self.processes, names[-1])
+        return self
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def _env(self, **extra: str) -> dict[str, str]:
+        return clean_env(self.keep_env, **extra)
+
+    def start_server(self) -> None:
+        """Start the Flux server (again, after :meth:`stop_server`: same port and database)."""
+        port = self.url.rsplit(":", 1)[1]
+        argv = [tool("flux"), "start", "server", "--host", "127.0.0.1", "--port", port]
+        self.processes.start("flux-server", argv, self.server_env)
+        wait_for(
+            "the Flux server",
+            lambda: httpx.get(f"{self.url}/health", timeout=2).json().get("status") == "healthy",
+            self.processes,
+            "flux-server",
+        )
+
+    def stop_server(self, sig: int = signal.SIGTERM) -> None:
+        """Stop the Flux server (``sig`` to its process group); the database and workers stay up."""
+        self.processes.signal("flux-server", sig, forget=True)
+
+    def start_worker(self, name: str, *, server_url: bool = True) -> int:
+        """Start one worker (``server_url=False``: without ``FLUX_WORKERS__SERVER_URL``).
+
+        Returns:
+            Its pid (also its process group id).
+        """
+        env = self._env(
+            FLUX_HOME=str(self.workdir / name / ".flux"),
+            FLUX_WORKERS__BOOTSTRAP_TOKEN=self.token,
+            FLUX_CHROMA_URL=self.chroma_url,
+            **self.worker_env,
+        )
+        if self.site is not None:
+            env["PYTHONPATH"] = str(self.site)
+        if server_url:
+            env["FLUX_WORKERS__SERVER_URL"] = self.url  # child executions (parallel units) go here
+        argv = [tool("flux"), "start", "worker", name, "--server-url", self.url]
+        return self.processes.start(name, argv, env).pid
+
+    def kill(self, name: str) -> None:
+        """SIGKILL a worker's whole process group (the worker and its execution children)."""
+        self.processes.signal(name, signal.SIGKILL)
+
+    def stop(self) -> None:
+        """Stop every process started here (by pid), the database last."""
+        if self._http is not None:
+            self._http.close()
+            self._http = None
+        self.processes.stop()
+
+    # ------------------------------------------------------------------ use
+
+    @property
+    def http(self) -> httpx.Client:
+        """An HTTP client of the Flux server (after :meth:`start`)."""
+        if not self.url:
+            raise ServerStartError("the Flux server is not started: call LocalFleet.start() first")
+        if self._http is None:
+            self._http = httpx.Client(base_url=self.url, timeout=RUN_TIMEOUT)
+        return self._http
+
+    def pid(self, name: str) -> int:
+        """The pid of a process started here (``flux-server``, ``worker-1``, ...)."""
+        return self.processes.pids()[name]
+
+    def online(self) -> set[str]:
+        """Names of the workers the server sees online (empty while it does not answer)."""
+        try:
+            workers = self.http.get("/workers", timeout=30).json()
+        except (httpx.HTTPError, ValueError):
+            return set()
+        return {w["name"] for w in workers if isinstance(w, dict) and w.get("status") == "online"}
+
+    def wait_online(self, names: list[str], guard: float = 90.0) -> None:
+        """Wait until the server sees ``names`` online (``guard`` only stops a hang).
+
+        Other workers may have exited meanwhile (a test that killed one waits for the rest).
+
+        Raises:
+            TimeoutError: They were not all online within ``guard`` seconds.
+        """
+        deadline = time.monotonic() + guard
+        while not self.online() >= set(names):
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"workers {names} not online after {guard} s:\n{self.processes.log_tail(names[-1])}"
+                )
+            time.sleep(0.3)
+
+    def register(self, path: Path) -> list[dict[str, Any]]:
+        """Register the workflows of one file (what ``flux workflow register`` does)."""
+        with path.open("rb") as source:
+            response = self.http.post("/workflows", files={"file": (path.name, source, "text/x-python")})
+        response.raise_for_status()
+        result: list[dict[str, Any]] = response.json()
+        return result
+
+    def run_sync(self, ref: str, payload: Any) -> dict[str, Any]:
+        """Run ``namespace/name`` and wait for its answer (``flux workflow run --mode sync``).
+
+        Raises:
+            RuntimeError: The execution did not complete; the message carries its output.
+        """
+        namespace, name = ref.split("/", 1)
+        response = self.http.post(f"/workflows/{namespace}/{name}/run/sync", json=payload)
+        response.raise_for_status()
+        execution: dict[str, Any] = response.json()
+        if execution.get("state") == "FAILED" or "output" not in execution:
+            raise RuntimeError(f"{ref} ended {execution.get('state')}: {json.dumps(execution)[:2000]}")
+        return execution
+
+    def submit(self, ref: str, payload: Any) -> str:
+        """Start an execution of ``namespace/name`` (``flux workflow run --mode async``); its id."""
+        argv = ["workflow", "run", ref, json.dumps(payload), "--mode", "async", "--server-url", self.url]
+        return str(json.loads(flux_cli(argv, self.server_env))["execution_id"])
+
+    def execution(self, execution_id: str, *, detailed: bool = False) -> dict[str, Any]:
+        """The execution's summary (state, input, output, current_worker; ``events`` if detailed)."""
+        params = {"detailed": "true"} if detailed else {}
+        response = httpx.get(f"{self.url}/executions/{execution_id}", params=params, timeout=10)
+        response.raise_for_status()
+        data: dict[str, Any] = response.json()
+        return data
+
+    def wait_terminal(self, execution_id: str, guard: float) -> dict[str, Any]:
+        """Poll until the execution ends; ``guard`` only stops a hang.
+
+        Raises:
+            TimeoutError: It did not end within ``guard`` seconds.
+        """
+        deadline = time.monotonic() + guard
+        while time.monotonic() < deadline:
+            execution = self.execution(execution_id)
+            if execution.get("state") in ("COMPLETED", "FAILED", "CANCELLED"):
+                return execution
+            time.sleep(0.5)
+        raise TimeoutError(
+            f"execution {execution_id} did not end within {guard} s: {self.execution(execution_id)}"
+        )

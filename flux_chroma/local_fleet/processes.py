@@ -1,0 +1,214 @@
+"""OS processes of a local fleet, each in its own process group, stopped by the pid started.
+
+:class:`Processes` starts commands with their output in ``WORKDIR/NAME/output.log`` and stops
+them in reverse order: SIGTERM to the process group (whose id is the pid started here, so a
+worker's execution children stop with it), SIGKILL after 15 s. Nothing is found or stopped by
+name.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from flux_chroma.errors import ServerStartError
+from flux_chroma.local_fleet.postgres import LocalPostgres, free_port
+
+__all__ = ["Processes", "free_port", "tool", "clean_env", "wait_for", "flux_cli"]
+
+BIN = Path(sys.executable).parent
+STARTUP_TIMEOUT = 90.0
+"""Seconds a process may take to answer (a hang guard, not an expectation)."""
+RUN_TIMEOUT = 180.0
+"""Seconds a ``flux`` command may take."""
+
+
+class Processes:
+    """The processes started here, stopped in reverse order by pid (a throwaway PostgreSQL last).
+
+    Args:
+        workdir: Each process runs in ``workdir/NAME`` and logs to ``workdir/NAME/output.log``.
+        announce: Print ``started NAME pid N`` / ``stopped NAME ...`` lines.
+    """
+
+    def __init__(self, workdir: Path, *, announce: bool = True) -> None:
+        self.workdir = workdir
+        self.announce = announce
+        self.procs: list[tuple[str, subprocess.Popen[bytes], Path]] = []
+        self.postgres: LocalPostgres | None = None
+
+    def _say(self, text: str) -> None:
+        if self.announce:
+            print(text, flush=True)
+
+    def start_postgres(self) -> str:
+        """Start a throwaway PostgreSQL (:class:`LocalPostgres`); return its ``FLUX_DATABASE_URL``.
+
+        Raises:
+            PostgresUnavailable: PostgreSQL is not installed or did not start.
+        """
+        self.postgres = LocalPostgres()
+        self.postgres.start()
+        self._say(f"started {'postgres':<9} pid {self.postgres.pid}")
+        return self.postgres.url
+
+    def start(self, name: str, argv: Sequence[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+        """Start ``argv`` in its own process group (so its children stop with it)."""
+        cwd = self.workdir / name
+        cwd.mkdir(parents=True, exist_ok=True)
+        log = cwd / "output.log"
+        with log.open("ab") as out:
+            proc = subprocess.Popen(
+                list(argv), cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        self.procs.append((name, proc, log))
+        self._say(f"started {name:<9} pid {proc.pid}")
+        return proc
+
+    def pids(self) -> dict[str, int]:
+        """``{name: pid}`` of every process started."""
+        pids = {name: proc.pid for name, proc, _ in self.procs}
+        if self.postgres is not None and self.postgres.pid is not None:
+            pids["postgres"] = self.postgres.pid
+        return pids
+
+    def log_tail(self, name: str, lines: int = 15) -> str:
+        """The last lines of one process's output."""
+        for proc_name, _, log in self.procs:
+            if proc_name == name and log.exists():
+                return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+        return ""
+
+    def signal(self, name: str, sig: int, *, forget: bool = False) -> None:
+        """Send ``sig`` to the process group of ``name`` and wait for it to end.
+
+        Args:
+            name: A process started here.
+            sig: The signal (``signal.SIGKILL`` ends a worker with its executions).
+            forget: Drop it from the list afterwards (it may be started again under its name).
+
+        Raises:
+            KeyError: No process of that name was started.
+        """
+        for entry in list(self.procs):
+            proc_name, proc, _ = entry
+            if proc_name == name and proc.poll() is None:
+                os.killpg(proc.pid, sig)  # the group id is the pid we started
+                proc.wait(timeout=30)
+                if forget:
+                    self.procs.remove(entry)
+                return
+        if not any(proc_name == name for proc_name, _, _ in self.procs):
+            raise KeyError(name)
+
+    def stop(self) -> None:
+        """SIGTERM each process group (by the pid we started), SIGKILL after 15 s."""
+        for name, proc, _ in reversed(self.procs):
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM)  # the group id is the pid we started
+                except ProcessLookupError:
+                    pass
+                try:
+                    proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(timeout=10)
+            self._say(f"stopped {name:<9} pid {proc.pid} (exit {proc.returncode})")
+        if self.postgres is not None:
+            self.postgres.stop()
+            self._say(f"stopped {'postgres':<9} pid {self.postgres.pid}")
+
+
+def tool(name: str) -> str:
+    """The path of a command installed next to this Python (``flux``, ``flux-chroma``).
+
+    Raises:
+        ServerStartError: It is not installed in this environment.
+    """
+    path = BIN / name
+    found = str(path) if path.exists() else shutil.which(name)
+    if not found:
+        raise ServerStartError(f"`{name}` is not installed in this environment (pip install -e .)")
+    return found
+
+
+def clean_env(keep: Sequence[str] = (), **extra: str) -> dict[str, str]:
+    """This process's environment without Flux's and Chroma's settings, plus ``extra``.
+
+    Args:
+        keep: Prefixes of ``FLUX_``/``CHROMA_`` variables to pass through anyway
+            (the ``FLUX_CHROMA`` prefix: flux-chroma's own settings such as the model or cache).
+        **extra: Variables to set.
+
+    Returns:
+        The environment, with this Python's ``bin`` folder first on ``PATH``.
+    """
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k.startswith(tuple(keep)) or not k.startswith(("FLUX_", "CHROMA_"))
+    }
+    env.update(PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}")
+    env.update(extra)
+    return env
+
+
+def wait_for(
+    what: str, probe: Callable[[], Any], procs: Processes, name: str, timeout: float = STARTUP_TIMEOUT
+) -> Any:
+    """Poll ``probe`` until it returns something true; fail at once when a process exits.
+
+    Args:
+        what: What is awaited, for the message.
+        probe: Returns the awaited value (HTTP and OS errors count as "not yet").
+        procs: The processes whose early exit ends the wait.
+        name: The process whose log tail a timeout shows.
+        timeout: Seconds (a hang guard).
+
+    Returns:
+        The probe's first true value.
+
+    Raises:
+        ServerStartError: A process exited, or the wait timed out.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for proc_name, proc, _ in procs.procs:
+            if proc.poll() is not None:
+                raise ServerStartError(
+                    f"{proc_name} exited with {proc.returncode}:\n{procs.log_tail(proc_name)}"
+                )
+        try:
+            value = probe()
+        except (httpx.HTTPError, OSError, ValueError, subprocess.SubprocessError):
+            value = None
+        if value:
+            return value
+        time.sleep(0.3)
+    raise ServerStartError(f"timed out waiting for {what}:\n{procs.log_tail(name)}")
+
+
+def flux_cli(args: Sequence[str], env: dict[str, str], timeout: float = RUN_TIMEOUT) -> str:
+    """Run one ``flux`` command; its standard output.
+
+    Raises:
+        ServerStartError: It exited non-zero (the message carries its output).
+    """
+    done = subprocess.run(
+        [tool("flux"), *args], env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    if done.returncode != 0:
+        raise ServerStartError(
+            f"flux {' '.join(args[:3])} failed ({done.returncode}): {done.stderr or done.stdout}"
+        )
+    return done.stdout
