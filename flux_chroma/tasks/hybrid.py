@@ -10,11 +10,12 @@ vectors are Chroma Cloud only in 1.5), but it does keep a full-text index behind
    strings, the whole question as a phrase, identifiers and numbers (``fc_hash``,
    ``--no-cache``, ``1.5.9``, ``ExecStart``), then the longest words that are not stopwords.
 2. :func:`combined_clause` folds every probe into ONE ``$regex`` alternation: one
-   ``collection.get`` (ids only, sent while the question is being embedded) finds the records
-   holding any probe, and one ``collection.query(ids=...)`` ranks them by the question's
-   vector. The server scans its text once per clause, so one clause instead of one request
-   per probe is what keeps hybrid's latency near dense's. :func:`contains` then tells which
-   probe each record holds, giving one ranked list per probe.
+   ``collection.get`` (sent while the question is being embedded) returns the records holding
+   any probe with their texts. The server scans its text once per clause, so one clause
+   instead of one request per probe is what keeps hybrid's latency down. :func:`contains`
+   tells which record holds which probe; the records of rare probes (and those holding the
+   question word for word) are ranked by the question's vector with one
+   ``collection.query(ids=...)``, beside the dense query.
 3. :func:`fuse` ranks the union by weighted reciprocal rank fusion (RRF, k=60): a record
    found by a specific probe rises even when the dense list missed it. Records that contain
    the question itself (or a quoted part of it) word for word come first.
@@ -31,6 +32,7 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from flux_chroma.errors import InvalidQueryError
@@ -41,6 +43,7 @@ __all__ = [
     "Probe",
     "combined_clause",
     "contains",
+    "fold",
     "distinct",
     "escape_regex",
     "fuse",
@@ -120,6 +123,11 @@ class Probe:
     weight: float
     kind: str
 
+    @cached_property
+    def folded(self) -> str:
+        """The term as :func:`contains` compares phrases and words."""
+        return " ".join(self.term.casefold().split())
+
 
 def escape_regex(text: str) -> str:
     """Escape ``text`` for the server's (Rust) regex syntax; whitespace runs match any whitespace.
@@ -170,17 +178,27 @@ def combined_clause(found: Sequence[Probe]) -> dict[str, Any]:
     return {"$regex": "|".join(_pattern(p) for p in found)}
 
 
-def contains(probe: Probe, document: str | None) -> bool:
+def fold(text: str) -> str:
+    """``text`` as phrases and words are compared: case-folded, whitespace runs as one space."""
+    return " ".join(text.casefold().split())
+
+
+def contains(probe: Probe, document: str | None, folded: str | None = None) -> bool:
     """Whether ``document`` holds ``probe``, as its ``where_document`` clause decides it.
 
     Identifiers are matched exactly; phrases and words ignore case and treat any run of
     whitespace as one space.
+
+    Args:
+        probe: The probe.
+        document: The record's text.
+        folded: ``fold(document)`` when the caller already has it (checking several probes).
     """
     if not document:
         return False
     if "$contains" in probe.clause:
         return str(probe.clause["$contains"]) in document
-    return " ".join(probe.term.casefold().split()) in " ".join(document.casefold().split())
+    return probe.folded in (fold(document) if folded is None else folded)
 
 
 def _words(text: str) -> list[str]:

@@ -7,10 +7,11 @@ none of flux-chroma's internal ``fc_*`` metadata keys in ``metadata`` (the citat
 under ``citation``). Only the question's embedding may come from the cache, never the results.
 
 ``mode="hybrid"`` fuses the dense list with full-text matches from the server's own index (see
-:mod:`flux_chroma.tasks.hybrid`): one ``get`` of the ids matching any probe, sent while the
-question is embedded, then one ``query(ids=...)`` ranking them by vector beside the dense
-``query``. Where the server has ``collection.search()`` (Chroma Cloud) both lists come from one
-``search()`` request instead (:mod:`flux_chroma.tasks.cloud_search`). ``distinct=True`` returns
+:mod:`flux_chroma.tasks.hybrid`): one ``get`` of the records matching any probe, sent while the
+question is embedded, then one ``query(ids=...)`` ranking the rare probes' records by vector
+beside the dense ``query``. Where the server has ``collection.search()`` (Chroma Cloud) both
+lists come from one ``search()`` request instead (:mod:`flux_chroma.tasks.cloud_search`).
+``distinct=True`` returns
 each text once. A filter that matched nothing because it can never match (``$contains`` on a
 string-valued key, a folder prefix on a collection without folder metadata) raises
 :class:`InvalidQueryError` instead of returning an empty list.
@@ -128,30 +129,28 @@ class _Search:
         )
         return [_hits(dict(result), row) for row in range(len(vectors))]
 
-    def _ids(self, clause: dict[str, Any]) -> list[str]:
+    def _texts(self, clause: dict[str, Any]) -> dict[str, str]:
         result = self.collection.get(
             where=self.where,
             where_document=_and(clause, self.where_document),  # type: ignore[arg-type]
             limit=hybrid.MAX_MATCHES,
-            include=[],
+            include=["documents"],
         )
-        return [str(i) for i in result["ids"]]
+        return {str(i): d or "" for i, d in zip(result["ids"], result["documents"] or [], strict=True)}
 
-    def matching_ids(self, found: list[hybrid.Probe], m: int) -> tuple[list[str], list[str]]:
-        """Ids of the records holding any probe (one full-text request), and, when there are
-        more than ``m`` of them (only the nearest ``m`` are ranked), the ids of those holding
-        the question or a quoted part of it word for word (a second request), which must not
-        be lost among the nearest ``m``."""
+    def matches(self, found: list[hybrid.Probe]) -> dict[str, str]:
+        """The records holding any probe, id -> text: one full-text request (two when it is cut).
+
+        Their texts come along (no second scan is needed to tell which record holds which
+        probe); their vectors' ranking comes later, from :meth:`by_ids`.
+        """
         if not found:
-            return [], []
-        ids = self._ids(hybrid.combined_clause(found))
-        exact = [p for p in found if p.kind in ("quoted", "phrase")]
+            return {}
+        texts = self._texts(hybrid.combined_clause(found))
         specific = [p for p in found if p.kind != "word"]
-        if len(ids) >= hybrid.MAX_MATCHES and specific and len(specific) < len(found):
-            ids = list(dict.fromkeys(self._ids(hybrid.combined_clause(specific)) + ids))
-        if len(ids) <= m or not exact or len(exact) == len(found):
-            return ids, []
-        return ids, self._ids(hybrid.combined_clause(exact))
+        if len(texts) >= hybrid.MAX_MATCHES and specific and len(specific) < len(found):
+            texts = {**self._texts(hybrid.combined_clause(specific)), **texts}
+        return texts
 
     def by_ids(self, vector: Any, ids: list[str], m: int) -> list[Hit]:
         if not ids:
@@ -160,7 +159,7 @@ class _Search:
         return _hits(dict(result), 0)
 
     def hybrid(
-        self, question: str, vector: Any, n: int, ids: Future[tuple[list[str], list[str]]] | None, pool: ThreadPoolExecutor
+        self, question: str, vector: Any, n: int, sent: Future[dict[str, str]] | None, pool: ThreadPoolExecutor
     ) -> tuple[list[Hit], bool]:
         found = hybrid.probes(question, limit=hybrid.MAX_PROBES)
         m = _ranked_matches(n, found)
@@ -168,14 +167,21 @@ class _Search:
         pair = cloud_search.search_lists(self.collection, vector, clause, n, m, self.where, self.where_document)
         if pair is not None:
             dense, matched = _hits(pair[0], 0), (_hits(pair[1], 0) if pair[1] is not None else [])
+            full = [sum(hybrid.contains(p, h["document"]) for h in matched) >= n for p in found]
         else:
-            dense_future = pool.submit(self.dense, [vector], n)
-            union, exact = ids.result() if ids is not None else self.matching_ids(found, m)
-            matched = self.by_ids(vector, union, m)
-            if exact:
-                seen = {h["id"] for h in matched}
-                matched += [h for h in self.by_ids(vector, exact, len(exact)) if h["id"] not in seen]
-            dense = dense_future.result()[0]
+            texts = sent.result() if sent is not None else self.matches(found)
+            folded = {i: hybrid.fold(t) for i, t in texts.items()}
+            holding = [[i for i, t in texts.items() if hybrid.contains(p, t, folded[i])] for p in found]
+            # Ranked by vector: every record of a rare probe (fewer matches than n) and every
+            # record holding the question (or a quoted part) word for word. A common probe's
+            # list is only what it shares with those: ranking all its matches would cost more
+            # than the dense query, for a list that mostly repeats the dense order.
+            chosen = {i for p, ids in zip(found, holding, strict=True)
+                      if len(ids) < n or p.kind in ("quoted", "phrase") for i in ids}
+            ranked = pool.submit(self.by_ids, vector, sorted(chosen), m)
+            dense = self.dense([vector], n)[0]
+            matched = ranked.result()
+            full = [len(ids) >= n for ids in holding]
         lists = [dense] + [[h for h in matched if hybrid.contains(p, h["document"])][:n] for p in found]
         by_id: dict[str, Hit] = {}
         for hits in lists:
@@ -184,7 +190,7 @@ class _Search:
         weights = [1.0] + [p.weight for p in found]
         order = hybrid.fuse(
             [([h["id"] for h in hits], w) for hits, w in zip(lists, weights, strict=True)],
-            full=[len(hits) >= n for hits in lists],
+            full=[False, *full],
             exact=[False] + [p.kind in ("quoted", "phrase") for p in found],
         )
         return [by_id[rid] for rid in order], len(lists[0]) >= n
@@ -251,22 +257,22 @@ def query_collection(
         out: list[list[Hit]] = []
         with (
             ThreadPoolExecutor(max_workers=hybrid.MAX_PROBES, thread_name_prefix="fc-text") as text_pool,
-            ThreadPoolExecutor(max_workers=1, thread_name_prefix="fc-dense") as dense_pool,
+            ThreadPoolExecutor(max_workers=2, thread_name_prefix="fc-rank") as rank_pool,
         ):
             # The full-text requests need no vector: they run while the questions are embedded.
             early = mode == "hybrid" and cloud_search.search_supported(resolved.collection) is not True
             n = _fetch_size(k, distinct)
             found = [hybrid.probes(q, limit=hybrid.MAX_PROBES) for q in questions] if early else []
-            ids: list[Future[tuple[list[str], list[str]]] | None] = [None] * len(questions)
+            sent: list[Future[dict[str, str]] | None] = [None] * len(questions)
             for index, probed in enumerate(found):  # the full-text requests go out first
-                ids[index] = text_pool.submit(search.matching_ids, probed, _ranked_matches(n, probed))
+                sent[index] = text_pool.submit(search.matches, probed)
             embedded = embedder.embed(questions)
 
             def ranked(index: int, n: int) -> tuple[list[Hit], bool]:
                 """Candidates for question ``index`` and whether more exist beyond ``n``."""
                 vector = embedded.vectors[index]
                 if mode == "hybrid":
-                    return search.hybrid(questions[index], vector, n, ids[index], dense_pool)
+                    return search.hybrid(questions[index], vector, n, sent[index], rank_pool)
                 hits = search.dense([vector], n)[0]
                 return hits, len(hits) >= n
 
