@@ -70,8 +70,9 @@ def merge_rows(existing: str, fresh: str, rows: set[int], stamp: str) -> str:
             sections[row] = fresh_sections[row]
     body = [line for row in sorted(sections) for line in sections[row]]
     merged = merged[:start] + ["", *body] + merged[stop:]
-    blank = next(i for i, line in enumerate(merged) if i > 0 and not line.strip())
-    header_end = next(i for i in range(blank + 1, len(merged)) if not merged[i].startswith("- "))
+    header_end = next(i for i, line in enumerate(merged) if line.startswith("- Date:"))
+    while header_end < len(merged) and merged[header_end].startswith("- "):
+        header_end += 1
     prefix = stamp.split(" regenerated")[0]
     merged = [line for line in merged[:header_end] if not line.startswith(prefix + " regenerated")] + [stamp] + merged[header_end:]
     return "\n".join(_squeeze(merged)) + "\n"
