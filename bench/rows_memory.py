@@ -14,8 +14,16 @@ from bench.workspace import flux_env, run_child
 __all__ = ["run_row6"]
 
 
+COLD_EVERY = 20
+"""Row 6's cold rows read every 20th plain text file of /usr/share/doc (about 2,000 chunks)."""
+
+COLD_BATCH_SIZES = (256, 64)
+"""``flux-chroma ingest --batch-size`` values of the cold rows."""
+
+
 def run_row6(b: Bench) -> None:
     """Row 6: Flux state bytes per chunk and peak RSS of an ingestion job, per corpus size."""
+    _cold_rows(b)
     b.warm(max(b.plan.sizes))
     b.report.note(
         6,
@@ -208,3 +216,59 @@ def _explain_rss(b: Bench, rss: list[tuple[int, float]], mems: list[dict[str, fl
             f"by the embedding cache and Flux) by {fmt(grew('end_rss_file_mib'))} MiB."
         ),
     )
+
+
+def _cold_rows(b: Bench) -> None:
+    """Cold CLI ingests of real documents: peak RSS at two batch sizes, old embedder beside new."""
+    from bench.cold_memory import cold_ingest, copy_corpus
+
+    every = COLD_EVERY * (10 if b.plan.quick else 1)
+    folder = b.ws.work / "cold-corpus"
+    files = copy_corpus(folder, every)
+    b.report.note(
+        6,
+        (
+            f"- Cold ingest (issue 23, item 5): `flux-chroma ingest FOLDER --batch-size B --json` in a "
+            f"fresh process with a fresh Flux home and an empty embedding cache, so every chunk is "
+            f"embedded by the default model; FOLDER holds every {every}th plain text file of "
+            f"/usr/share/doc ({files} files, copied to the run's temp folder; documents this project "
+            "did not write). Peak RSS is the process's own `VmHWM` when the command returns "
+            "(`bench/cold_memory.py`, which also runs alone: `.venv/bin/python -m bench.cold_memory`). "
+            "new: ONNX runs cut to the attention budget (`ATTENTION_BUDGET` in "
+            "`flux_chroma/embedding/onnx_session.py`: texts x length^2 <= 4 x 256^2); old: the same "
+            "code with the budget lifted in that process (one ONNX run per 32 texts, as before), run "
+            "side by side at the first batch size. Goal: at most 600 MiB."
+        ),
+    )
+    old_at: dict[int, dict[str, Any]] = {}
+    for k, size in enumerate(COLD_BATCH_SIZES):
+        sides = ("new", "old") if k == 0 else ("new",)
+        got: dict[str, dict[str, Any]] = {}
+        for side in sides if k % 2 == 0 else tuple(reversed(sides)):
+            name = f"r6-cold-{side}-{size}"
+            got[side] = cold_ingest(folder, b.ws.work, b.url, name, size, side)
+            b.drop(b.physical(name))
+        new = got["new"]
+        old = got.get("old")
+        if old is not None:
+            old_at[size] = old
+        speed = new["chunks"] / new["seconds"]
+        beside = (
+            f"old (budget lifted, same run): {fmt(old['peak_rss_mib'])} MiB, "
+            f"{fmt(old['chunks'] / old['seconds'])} chunks/s; "
+            if old
+            else ""
+        )
+        b.report.add(
+            Result(
+                6,
+                f"peak RSS of a cold `flux-chroma ingest`, --batch-size {size}",
+                f"{new['chunks']:,} chunks",
+                new["peak_rss_mib"],
+                " MiB",
+                "<= 600",
+                judge(new["peak_rss_mib"], "<=", 600),
+                f"{beside}new: {fmt(speed)} chunks/s, {fmt(new['seconds'])} s; cache hits "
+                f"{new['cache_hits']} (cold)",
+            )
+        )
