@@ -11,10 +11,9 @@ under ``citation``). Only the question's embedding may come from the cache, neve
 question is embedded, then one ``query(ids=...)`` ranking the rare probes' records by vector
 beside the dense ``query``. Where the server has ``collection.search()`` (Chroma Cloud) both
 lists come from one ``search()`` request instead (:mod:`flux_chroma.tasks.cloud_search`).
-``distinct=True`` returns
-each text once. A filter that matched nothing because it can never match (``$contains`` on a
-string-valued key, a folder prefix on a collection without folder metadata) raises
-:class:`InvalidQueryError` instead of returning an empty list.
+``distinct=True`` returns each text once. A filter that matched nothing because it can never
+match (``$contains`` on a string-valued key, a folder prefix on a collection without folder
+metadata) raises :class:`InvalidQueryError` instead of returning an empty list.
 """
 
 from __future__ import annotations
