@@ -19,6 +19,7 @@ from bench.workspace import ROOT, Workspace
 
 __all__ = ["main"]
 
+_ALL_ROWS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 24)
 _FULL_SIZES = (1000, 10_000, 50_000)
 _QUICK_SIZES = (300, 1000)
 _DEFAULT_OUT = ROOT / "docs" / "benchmarks.md"
@@ -59,8 +60,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument(
         "--rows",
         type=_ints,
-        default=(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12),
-        help="rows to run (default all)",
+        default=_ALL_ROWS,
+        help="rows to run (default all); with some rows only, the other rows of --out are kept",
     )
     p.add_argument("--out", type=Path, default=_DEFAULT_OUT, help="markdown report path")
     p.add_argument(
@@ -142,7 +143,15 @@ def main(argv: list[str] | None = None) -> int:
     json_path = args.json or (
         default_json if args.out == _DEFAULT_OUT else args.out.with_suffix(".json")
     )
-    report.write(args.out, json_path)
+    if args.out.exists() and set(rows) != set(_ALL_ROWS):  # keep the rows not run
+        from bench.report_merge import merge_rows
+
+        stamp = f"- Row(s) {', '.join(map(str, sorted(rows)))} regenerated: {report.meta['date']}, `{report.meta['command']}`"
+        merged = merge_rows(args.out.read_text(encoding="utf-8"), report.markdown(), set(rows), stamp)
+        report.write(None, json_path)
+        args.out.write_text(merged, encoding="utf-8")
+    else:
+        report.write(args.out, json_path)
     print(f"\nwrote {args.out} and {json_path} in {report.meta['seconds']:.0f} s")
     return 0
 
@@ -158,6 +167,7 @@ def _run_rows(b: object) -> None:
     from bench.rows_parallel import run_row10
     from bench.rows_procs import run_row7
     from bench.rows_query import run_row5
+    from bench.rows_retrieval import run_row24
     from bench.rows_serving import run_row8
 
     assert isinstance(b, Bench)
@@ -175,6 +185,7 @@ def _run_rows(b: object) -> None:
         (10, lambda: run_row10(b)),
         (11, lambda: run_row11(b)),
         (12, lambda: run_row12(b.report, b.plan)),
+        (24, lambda: run_row24(b)),
     ]
     for row, step in steps:
         if row in b.plan.rows:
