@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["merge_rows"]
+__all__ = ["merge_rows", "rows_in"]
 
 _ROW_LINE = re.compile(r"^\| (\d+) \|")
 _SECTION = re.compile(r"^### (\d+)\.")
@@ -42,6 +42,18 @@ def _sections(lines: list[str]) -> tuple[int, int, dict[int, list[str]]]:
     return start, end, sections
 
 
+def _row_of(line: str) -> int:
+    match = _ROW_LINE.match(line)
+    return int(match.group(1)) if match else 0
+
+
+def rows_in(page: str) -> set[int]:
+    """The row numbers of a page's main table."""
+    lines = page.splitlines()
+    first, end = _table(lines)
+    return {int(m.group(1)) for line in lines[first:end] if (m := _ROW_LINE.match(line))}
+
+
 def merge_rows(existing: str, fresh: str, rows: set[int], stamp: str) -> str:
     """The existing page with ``rows`` taken from ``fresh`` (both in ``Report.markdown`` form).
 
@@ -59,9 +71,9 @@ def merge_rows(existing: str, fresh: str, rows: set[int], stamp: str) -> str:
     old, new = existing.splitlines(), fresh.splitlines()
     first, end = _table(old)
     nfirst, nend = _table(new)
-    kept = [line for line in old[first:end] if not (_ROW_LINE.match(line) and int(_ROW_LINE.match(line).group(1)) in rows)]  # type: ignore[union-attr]
-    added = [line for line in new[nfirst:nend] if _ROW_LINE.match(line)]
-    table = sorted(kept + added, key=lambda line: int(m.group(1)) if (m := _ROW_LINE.match(line)) else 0)
+    kept = [line for line in old[first:end] if not ((m := _ROW_LINE.match(line)) and int(m.group(1)) in rows)]
+    added = [line for line in new[nfirst:nend] if (m := _ROW_LINE.match(line)) and int(m.group(1)) in rows]
+    table = sorted(kept + added, key=_row_of)
     merged = old[:first] + table + old[end:]
     start, stop, sections = _sections(merged)
     fresh_sections = _sections(new)[2]

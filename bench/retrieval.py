@@ -153,7 +153,7 @@ def measure(url: str, tenant: str, collection: str, *, sample: int, seed: int) -
             target, [question], k=5, where=None, where_document=None, mode=mode, distinct=distinct
         )
         total = time.perf_counter() - start
-        return list(hits[0]), total, total - float(stats["embed_seconds"])
+        return [dict(h) for h in hits[0]], total, total - float(stats["embed_seconds"])
 
     ask("warm up the model and the connection", "dense")
     report: dict[str, Any] = {"chunks": len(records), "known_items": len(known), "natural": len(NATURAL)}

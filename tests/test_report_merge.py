@@ -36,3 +36,16 @@ def test_only_the_selected_rows_are_replaced() -> None:
     assert merged.endswith("## Hand-written section\n\nkept as it is\n")
     again = merge_rows(merged, fresh, {24}, stamp.replace("02-02", "03-03"))
     assert stamp not in again and stamp.replace("02-02", "03-03") in again  # one stamp per row set
+
+
+def test_a_full_run_keeps_the_rows_it_did_not_run() -> None:
+    from bench.report_merge import rows_in
+
+    old = _page([Result(1, "old one", "s", 1.0, "x", "", "info", "a"), Result(24, "retrieval", "s", 0.5, "", "", "info", "b")],
+                {24: "notes of 24"}, {"date": "2026-01-01", "command": "bash scripts/bench.sh --rows 24"})
+    full = _page([Result(1, "new one", "s", 2.0, "x", "", "info", "c")], {}, {"date": "2026-03-03", "command": "bash scripts/bench.sh"})
+    kept = rows_in(old) - {1}
+    assert kept == {24}
+    merged = merge_rows(full, old, kept, "- Row(s) 24 kept from the previous page (not run)")
+    assert "new one" in merged and "old one" not in merged and "retrieval" in merged and "notes of 24" in merged
+    assert "- Date: 2026-03-03" in merged
