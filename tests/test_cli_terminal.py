@@ -42,8 +42,7 @@ def _fits(run_text: str, longest: int) -> None:
 
 
 def test_query_fits_80_columns_and_wide_shows_everything(url: str, long_records: str, tmp_path: Path) -> None:
-    args = ["query", "what is the refund policy?", "-c", "policies", "--url", url, "--tenant", long_records,
-            "--flux-home", str(tmp_path / "flux")]
+    args = ["query", "what is the refund policy?", "-c", "policies", "--url", url, "--tenant", long_records]
     narrow = run_in_pty(*args)
     assert narrow.returncode == 0, narrow.text
     _fits(narrow.text, narrow.longest())
@@ -58,7 +57,7 @@ def test_query_fits_80_columns_and_wide_shows_everything(url: str, long_records:
 
 
 def test_collections_fit_80_columns_and_wide_shows_the_fingerprint(url: str, long_records: str, tmp_path: Path) -> None:
-    args = ["collections", "--url", url, "--tenant", long_records, "--flux-home", str(tmp_path / "flux")]
+    args = ["collections", "--url", url, "--tenant", long_records]
     fingerprint = as_json(cli(*args, "--json"))["collections"][0]["pin"]["fingerprint"]
     narrow = run_in_pty(*args)
     assert narrow.returncode == 0, narrow.text

@@ -119,7 +119,7 @@ def test_hits_of_ingested_files_are_citable(url: str, tenant: str, tmp_path: Pat
         assert not any(k.startswith("fc_") for k in hit["metadata"])  # metadata stays the user's
 
     done = CliRunner().invoke(app, ["query", "how do I install offline?", "-c", "cited", "-k", "1", "--url", url,
-                                    "--tenant", tenant, "--flux-home", str(tmp_path / "flux")])
+                                    "--tenant", tenant])
     assert done.exit_code == 0, done.output
     header = done.output.splitlines()[1]
     assert re.match(r"^ 1\. \d\.\d{4}  docs/guide\.md #\d+ > .*Install", header), done.output

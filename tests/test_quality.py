@@ -173,12 +173,13 @@ def facts_collection(tenant: str, folder: Path) -> Path:
 
 def test_cli_eval_docs_and_show_on_the_default_model(url: str, tenant: str, tmp_path: Path) -> None:
     labels = facts_collection(tenant, tmp_path / "facts")
-    common = ["-c", "facts", "--url", url, "--tenant", tenant, "--flux-home", str(tmp_path / "flux")]
-    report = as_json(cli("eval", str(labels), *common, "--json"))
+    common = ["-c", "facts", "--url", url, "--tenant", tenant]
+    evaluating = [*common, "--flux-home", str(tmp_path / "flux")]
+    report = as_json(cli("eval", str(labels), *evaluating, "--json"))
     api = evaluate("facts", labels, tenant=tenant, options={"url": url})
     assert report["modes"] == api["modes"] and report["modes"]["dense"]["questions"] == 20
     assert report["modes"]["dense"]["recall@5"] >= 0.9  # the real model finds plain paraphrases
-    text = cli("eval", str(labels), *common)
+    text = cli("eval", str(labels), *evaluating)
     assert text.returncode == 0, text.stderr
     assert "recall@5" in text.stdout and f"{api['modes']['dense']['recall@5']:.4f}" in text.stdout
     listed = as_json(cli("docs", *common, "--json"))["documents"]
@@ -189,9 +190,9 @@ def test_cli_eval_docs_and_show_on_the_default_model(url: str, tenant: str, tmp_
     assert missing.returncode == 2 and "no document 'facts/nothing.txt'" in missing.stderr
     typo = tmp_path / "typo.jsonl"
     typo.write_text(json.dumps({"question": "How long is a marathon?", "relevant_documents": ["fact/marathon.txt"]}) + "\n")
-    warned = cli("eval", str(typo), *common)
+    warned = cli("eval", str(typo), *evaluating)
     assert warned.returncode == 0 and "1 relevant document id(s) name nothing" in warned.stderr and "fact/marathon.txt" in warned.stderr
-    bad = cli("eval", str(tmp_path / "absent.jsonl"), *common)
+    bad = cli("eval", str(tmp_path / "absent.jsonl"), *evaluating)
     assert bad.returncode != 0 and "cannot read the labelled set" in bad.stderr
 
 

@@ -35,7 +35,7 @@ def test_query_hits_read_like_search_results_at_80_columns(url: str, tenant: str
     _seed(tenant)
     runner = CliRunner()
     args = ["query", "how does the full-text index work?", "-c", "manual", "-k", "4", "--url", url,
-            "--tenant", tenant, "--flux-home", str(tmp_path / "flux")]
+            "--tenant", tenant]
     done = runner.invoke(app, args)
     assert done.exit_code == 0, done.output
     lines = done.output.rstrip("\n").splitlines()
@@ -58,8 +58,7 @@ def test_query_hits_read_like_search_results_at_80_columns(url: str, tenant: str
 def test_query_shows_paths_and_folded_copies_and_json_is_unchanged(url: str, tenant: str, tmp_path: Path) -> None:
     _seed(tenant)
     runner = CliRunner()
-    base = ["query", "identical licence text", "-c", "manual", "-k", "2", "--url", url, "--tenant", tenant,
-            "--flux-home", str(tmp_path / "flux")]
+    base = ["query", "identical licence text", "-c", "manual", "-k", "2", "--url", url, "--tenant", tenant]
     done = runner.invoke(app, base)
     assert done.exit_code == 0, done.output
     first = next(line for line in done.output.splitlines() if HEADER.match(line))

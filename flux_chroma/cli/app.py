@@ -32,7 +32,7 @@ from flux_chroma.cli.support import (
     json_option,
     plural,
     print_json,
-    run_workflow,
+    run_read,
     stderr,
     stdout,
 )
@@ -242,36 +242,33 @@ def query(
     tenancy: Tenancy = "prefix",
     json_out: JsonOut = False,
     wide: Wide = False,
-    flux_home: FluxHome = None,
     debug: Debug = False,
 ) -> None:
     """Print the records that best answer TEXT in one of the tenant's collections, ranked."""
     with cli_errors(debug=debug, json_out=json_out):
-        from flux_chroma.cli.workflows import cli_collections, cli_query
         from flux_chroma.errors import CollectionNotFoundError
+        from flux_chroma.tasks.builtin import list_collections, query
 
         settings = check_collection_target(url, tenant, tenancy, collection)
-        payload = {
-            "tenant": tenant,
-            "tenancy": tenancy,
-            "url": settings.url,
-            "collection": collection,
-            "question": text,
-            "k": k,
-            "where": json_option(where, "--where"),
-            "where_document": json_option(where_document, "--where-document"),
-            "mode": mode,
-            "distinct": distinct,
-            "path_prefix": path_prefix,
-        }
+        target = {"tenant": tenant, "tenancy": tenancy, "url": settings.url}
         try:
-            hits = run_workflow(cli_query, payload, flux_home)
+            hits = run_read(
+                query,
+                target,
+                collection,
+                text,
+                k=k,
+                where=json_option(where, "--where"),
+                where_document=json_option(where_document, "--where-document"),
+                mode=mode,
+                distinct=distinct,
+                path_prefix=path_prefix,
+            )
         except CollectionNotFoundError as exc:
             from flux_chroma.cli.support import did_you_mean
 
             def names() -> list[str]:
-                base = {"tenant": tenant, "tenancy": tenancy, "url": settings.url}
-                return [c["name"] for c in run_workflow(cli_collections, base, flux_home)]
+                return [c["name"] for c in run_read(list_collections, target)]
 
             exc.cli_hint = did_you_mean(collection, str(tenant), names)  # type: ignore[attr-defined]
             raise
@@ -290,16 +287,15 @@ def collections(
     tenancy: Tenancy = "prefix",
     json_out: JsonOut = False,
     wide: Wide = False,
-    flux_home: FluxHome = None,
     debug: Debug = False,
 ) -> None:
     """List the tenant's collections with record counts and embedding pins."""
     with cli_errors(debug=debug, json_out=json_out):
-        from flux_chroma.cli.workflows import cli_collections
+        from flux_chroma.tasks.builtin import list_collections
 
         settings = check_settings(url)
         check_tenant(tenant, tenancy)
-        found = run_workflow(cli_collections, {"tenant": tenant, "tenancy": tenancy, "url": settings.url}, flux_home)
+        found = run_read(list_collections, {"tenant": tenant, "tenancy": tenancy, "url": settings.url})
         if json_out:
             print_json({"tenant": tenant, "collections": found})
         else:

@@ -20,7 +20,7 @@ from flux_chroma.cli.support import (
     cli_errors,
     json_option,
     print_json,
-    run_workflow,
+    run_read,
     stdout,
 )
 
@@ -35,12 +35,11 @@ FluxHome = Annotated[Path | None, typer.Option("--flux-home", metavar="DIR", hel
 Collection = Annotated[str, typer.Option("--collection", "-c", metavar="NAME", help="Tenant-relative collection name.")]
 
 
-def _run(task: str, collection: str, args: list[Any], url: str | None, tenant: str | None, tenancy: str, flux_home: Path | None) -> Any:
-    from flux_chroma.cli.workflows import cli_inspect
+def _run(task: str, collection: str, args: list[Any], url: str | None, tenant: str | None, tenancy: str) -> Any:
+    from flux_chroma.tasks import documents
 
     settings = check_collection_target(url, tenant, tenancy, collection)
-    payload = {"tenant": tenant, "tenancy": tenancy, "url": settings.url, "collection": collection, "task": task, "args": args}
-    return run_workflow(cli_inspect, payload, flux_home)
+    return run_read(getattr(documents, task), {"tenant": tenant, "tenancy": tenancy, "url": settings.url}, collection, *args)
 
 
 def docs(
@@ -50,12 +49,11 @@ def docs(
     tenant: Tenant = None,
     tenancy: Tenancy = "prefix",
     json_out: JsonOut = False,
-    flux_home: FluxHome = None,
     debug: Debug = False,
 ) -> None:
     """List the documents stored in a collection, with their chunk counts."""
     with cli_errors(debug=debug, json_out=json_out):
-        found = _run("list_documents", collection, [json_option(where, "--where")], url, tenant, tenancy, flux_home)
+        found = _run("list_documents", collection, [json_option(where, "--where")], url, tenant, tenancy)
         if json_out:
             print_json({"tenant": tenant, "collection": collection, "documents": found})
             return
@@ -74,7 +72,6 @@ def show(
     tenant: Tenant = None,
     tenancy: Tenancy = "prefix",
     json_out: JsonOut = False,
-    flux_home: FluxHome = None,
     debug: Debug = False,
 ) -> None:
     """Print a stored record, a chunk with its neighbours, or a whole document."""
@@ -82,9 +79,9 @@ def show(
 
     with cli_errors(debug=debug, json_out=json_out):
         if document or parse_chunk_id(record_id) is None:
-            passage = _run("get_document", collection, [document_key(record_id)], url, tenant, tenancy, flux_home)
+            passage = _run("get_document", collection, [document_key(record_id)], url, tenant, tenancy)
         else:
-            passage = _run("expand_hit", collection, [record_id, context], url, tenant, tenancy, flux_home)
+            passage = _run("expand_hit", collection, [record_id, context], url, tenant, tenancy)
         if json_out:
             print_json({"tenant": tenant, "collection": collection, **passage})
             return

@@ -80,6 +80,7 @@ __all__ = [
     "check_tenant",
     "check_collection_target",
     "json_option",
+    "run_read",
     "run_workflow",
     "stdout",
     "stderr",
@@ -430,3 +431,37 @@ def run_workflow(wf: Any, payload: dict[str, Any], flux_home: Path | None) -> An
     if isinstance(error, BaseException):
         raise error
     raise FluxChromaError(f"workflow {wf.name} ended {run.state}: {error!r}")
+
+
+def run_read(task: Any, target: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+    """Run a read-only flux-chroma task's body in this process, without a Flux execution.
+
+    ``query``, ``collections``, ``docs`` and ``show`` only read: a Flux execution would give
+    them nothing to resume or replay, and in a fresh process it costs Flux's state database,
+    its migrations and the workflow's registration, about a third of a ``flux-chroma query``
+    (``python -m bench.cli_cost``). The body runs with the task's options in scope (tenant,
+    URL, pins), and a failure goes through the task's own failure handling, as under Flux:
+    a typed error with credentials scrubbed, never retried (an interactive command fails at
+    once and says why).
+
+    Args:
+        task: A ``@chroma_task`` (e.g. :data:`flux_chroma.query`).
+        target: ``tenant``, ``tenancy`` and ``url`` (None entries keep the defaults).
+        *args: The task's positional arguments.
+        **kwargs: The task's keyword arguments.
+
+    Returns:
+        The task's output.
+
+    Raises:
+        FluxChromaError: The task failed (its typed, readable error).
+    """
+    import asyncio
+
+    options = {k: v for k, v in target.items() if k in ("tenant", "tenancy", "url") and v is not None}
+    bound = task.with_options(**options, retry_max_attempts=0)
+    try:
+        return asyncio.run(bound.func(*args, **kwargs))
+    except Exception as exc:  # noqa: BLE001 - the task's own handler makes it typed and scrubbed
+        error, _ = bound.adjust_failure(exc, kwargs, 0)
+        raise error from None
