@@ -253,9 +253,11 @@ def test_await_unit_returns_a_childs_receipts_and_gives_up_a_stalled_one(
 ) -> None:
     fleet = registered
     write_docs(tmp_path / "docs", [f"d{i:03d}" for i in range(60)], words=120)
+    # Each embedding call sleeps 3 s with no event meanwhile: far longer than the 1 s
+    # unit_timeout below, even when a loaded machine makes each status read slow.
     job = {
         **_job(tenant, tmp_path / "docs", fleet.chroma_url, batch_size=20),
-        "embedding_function": SLOW,
+        "embedding_function": {"name": "counting-toy", "config": {"delay": 3.0}},
     }
     parent = fleet.submit("flux-chroma/ingest_job", job)
 
@@ -270,10 +272,10 @@ def test_await_unit_returns_a_childs_receipts_and_gives_up_a_stalled_one(
         return running[:2] if len(running) >= 2 else None
 
     stalled, watched = _wait("two units running", two_running)
-    # A unit_timeout shorter than one batch (each embedding call sleeps 0.4 s, no event
-    # meanwhile): the wait, which only trusts the event log, cancels the child and says so.
+    # A unit_timeout shorter than one batch: the wait, which only trusts the event log,
+    # cancels the child and says so.
     with pytest.raises(FluxChromaError, match=r"made no progress \(no new event, state or worker\)") as caught:
-        _await_from_here(fleet, stalled, 0.05)
+        _await_from_here(fleet, stalled, 1.0)
     assert stalled["execution_id"] in str(caught.value) and "submit the job again" in str(caught.value)
     assert _wait(
         "the stalled child cancelled",
