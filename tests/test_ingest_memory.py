@@ -1,7 +1,7 @@
 """Planning and cleanup stream their sources: memory follows batches, not corpus size.
 
 Measured with tracemalloc (Python and numpy allocations), not wall clock: the extra peak
-memory per extra chunk must stay a few bytes (a 64-bit key per document and per live chunk),
+memory per extra chunk must stay that of a key (a 64-bit key per document and per live chunk),
 where holding the corpus would cost its text (hundreds of bytes per chunk).
 """
 
@@ -50,9 +50,13 @@ def test_plan_and_cleanup_memory_does_not_follow_the_corpus(tmp_path: Path) -> N
     assert build_plan(large)["chunks"] == 20_000
     for step in (build_plan, live_chunks):
         step(large)  # first-use costs (imports, bounded caches filled) are not the corpus
-        grown = _peak(lambda s=step: s(large)) - _peak(lambda s=step: s(small))
-        per_chunk = grown / 18_000
-        assert per_chunk < 64, f"{step.__name__}: {per_chunk:.0f} extra bytes per extra chunk"
+        # The lowest of three peaks each: a bounded cache's churn (dict rebuilds) adds spikes
+        # of a few MB to some runs, whatever the corpus.
+        peaks = {n: min(_peak(lambda s=step, j=job: s(j)) for _ in range(3)) for n, job in (("large", large), ("small", small))}
+        per_chunk = (peaks["large"] - peaks["small"]) / 18_000
+        # A key per chunk in a set costs about 55 bytes (the int and its slot); holding the
+        # chunks' text would cost its 200 characters and more.
+        assert per_chunk < 128, f"{step.__name__}: {per_chunk:.0f} extra bytes per extra chunk"
 
 
 def test_duplicate_policy_still_finds_every_collision(tmp_path: Path) -> None:

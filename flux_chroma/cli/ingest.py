@@ -8,8 +8,10 @@ the same command again after a crash and it resumes; after a change it syncs inc
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sys
+import textwrap
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -360,20 +362,28 @@ def stop_on_signals(reporter: ProgressReporter) -> Iterator[None]:
     """
 
     def stop(signum: int, _frame: FrameType | None) -> None:
-        reporter.close()
+        # The handler runs between two bytecodes of the main thread, which may be inside a write
+        # to the same stream ("reentrant call inside BufferedWriter"): the bar and buffers are
+        # closed best-effort, and the message goes straight to file descriptor 2.
+        with suppress(Exception):
+            reporter.close()
         done, total = reporter.committed(), reporter.batches_total
         name, code = ("Ctrl-C", ExitCode.INTERRUPTED) if signum == signal.SIGINT else ("SIGTERM", ExitCode.TERMINATED)
         where = f"after {done} of {plural(total, 'batch')} committed" if total else f"after {plural(done, 'batch')} committed"
         execution = f" execution {reporter.execution_id}" if reporter.execution_id else ""
-        stderr.print(f"interrupted ({name}): stopped {where}.", highlight=False, markup=False)
-        stderr.print(
-            f"hint: run the same command again to resume{execution}: committed batches are replayed, "
-            "the interrupted one is written again.",
-            highlight=False,
-            markup=False,
-        )
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            with suppress(Exception):
+                stream.flush()
+        lines = [
+            f"interrupted ({name}): stopped {where}.",
+            (f"hint: run the same command again to resume{execution}: committed batches are replayed, "
+            "the interrupted one is written again."),
+        ]
+        if os.isatty(2):  # like the console: wrapped at the terminal's width, whole when piped
+            width = shutil.get_terminal_size().columns
+            lines = [textwrap.fill(line, width) for line in lines]
+        with suppress(OSError):
+            os.write(2, ("\n" + "\n".join(lines) + "\n").encode("utf-8", "replace"))
         os._exit(int(code))
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}

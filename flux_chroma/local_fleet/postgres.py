@@ -97,7 +97,13 @@ class LocalPostgres:
 
     def _argv(self, tool: str, *args: str) -> list[str]:
         argv = [str(self.bin / tool), *args]
-        return ["runuser", "-u", "postgres", "--", *argv] if self._as_postgres else argv
+        if not self._as_postgres:
+            return argv
+        # root's PATH on Debian has /usr/sbin; a minimal one (env -i, cron) may not
+        runuser = shutil.which("runuser", path=os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"]))
+        if runuser is None:
+            raise PostgresUnavailable("runuser not found (util-linux): as root, PostgreSQL must run as the postgres user")
+        return [runuser, "-u", "postgres", "--", *argv]
 
     def _run(self, tool: str, *args: str) -> None:
         done = subprocess.run(self._argv(tool, *args), capture_output=True, text=True, check=False, timeout=STARTUP_TIMEOUT)
