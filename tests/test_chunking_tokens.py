@@ -7,9 +7,6 @@ tokenizer, a real Chroma server and real Flux executions for the re-chunking tes
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +15,7 @@ import pytest
 import toy_embeddings  # noqa: F401 - registers "toy", a function that declares no tokenizer
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.utils.embedding_functions import register_embedding_function
+from cli_inproc import run_cli
 from ingest_workflows import assert_stored_exactly
 
 from flux_chroma.errors import ConfigurationError
@@ -228,12 +226,11 @@ def test_the_cli_summary_counts_truncated_chunks(tmp_path: Path, tenant: str, ur
     root = tmp_path / "dense"
     root.mkdir()
     (root / "ids.txt").write_text(" ".join(f"{i:x}" for i in range(4000)))  # hex: many tokens per character
-    common = [sys.executable, "-m", "flux_chroma.cli", "ingest", str(root), "--url", url, "--tenant", tenant]
-    env = dict(os.environ)
-    old = subprocess.run([*common, "-c", "old", "--chunk-unit", "chars"], capture_output=True, text=True, env=env, timeout=HANG_GUARD, check=False)
+    common = ["ingest", str(root), "--url", url, "--tenant", tenant]
+    old = run_cli(*common, "-c", "old", "--chunk-unit", "chars")
     assert old.returncode == 0, old.stderr
     assert ", truncated " in old.stdout and ", truncated 0" not in old.stdout
-    new = subprocess.run([*common, "-c", "new", "--json"], capture_output=True, text=True, env=env, timeout=HANG_GUARD, check=False)
+    new = run_cli(*common, "-c", "new", "--json")
     assert new.returncode == 0, new.stderr
     report = json.loads(new.stdout)
     assert report["truncated"] == 0 and report["chunker"]["unit"] == "tokens"

@@ -1,4 +1,5 @@
-"""The `flux-chroma` command, run as a real subprocess against real servers.
+"""The `flux-chroma` command against real servers: in-process (tests/cli_inproc.py) where no
+process boundary is under test, as a real subprocess for the entry point and `server`.
 
 Exit codes are part of the interface: 0 ok, 1 failed, 2 usage, 3 unreachable, 4 check failed.
 """
@@ -16,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+from cli_inproc import run_cli
 
 from flux_chroma import ChromaServer
 from flux_chroma.chroma.pinning import PIN_KEY
@@ -39,17 +41,16 @@ from flux_chroma.errors import (
 HANG_GUARD = 120  # seconds; only stops a broken test from hanging
 
 
-def cli(*args: str, env: dict[str, str] | None = None, timeout: float = HANG_GUARD) -> subprocess.CompletedProcess[str]:
-    """Run `python -m flux_chroma.cli ARGS` and capture its output."""
-    full_env = {**os.environ, **(env or {})}
+def cli_process(*args: str, timeout: float = HANG_GUARD) -> subprocess.CompletedProcess[str]:
+    """Run `python -m flux_chroma.cli ARGS` as a real process and capture its output."""
     return subprocess.run(
-        [sys.executable, "-m", "flux_chroma.cli", *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=timeout,
+        [sys.executable, "-m", "flux_chroma.cli", *args], check=False, capture_output=True, text=True, timeout=timeout
     )
+
+
+def cli(*args: str, env: dict[str, str | None] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `flux-chroma ARGS` in this process (no process boundary is under test) and capture its output."""
+    return run_cli(*args, env=env)
 
 
 def as_json(done: subprocess.CompletedProcess[str]) -> Any:
@@ -84,12 +85,12 @@ def seeded(chroma_server: ChromaServer) -> str:
 
 
 def test_help_lists_every_command_and_the_exit_codes() -> None:
-    done = cli("--help")
+    done = cli_process("--help")  # the real entry point, once
     assert done.returncode == 0
     for command in ("server", "query", "collections", "doctor", "demo", "ingest"):
         assert command in done.stdout
     assert "3 server unreachable" in " ".join(done.stdout.split())
-    version = cli("--version")
+    version = cli_process("--version")
     assert version.returncode == 0 and version.stdout.startswith("flux-chroma ")
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import chromadb
 import pytest
+from cli_inproc import run_cli
 from erasure_workflows import erase, fill_tenant
 from ingest_workflows import write_docs
 
@@ -158,8 +159,7 @@ def test_the_cli_lists_without_yes_and_erases_with_it(chroma_server: ChromaServe
     assert run.has_succeeded, run.output
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        argv = [sys.executable, "-m", "flux_chroma.cli", "tenant", "erase", tenant, "--url", chroma_server.url, *args]
-        return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+        return run_cli("tenant", "erase", tenant, "--url", chroma_server.url, *args)
 
     dry = cli()
     assert dry.returncode == 0, dry.stderr
@@ -171,5 +171,5 @@ def test_the_cli_lists_without_yes_and_erases_with_it(chroma_server: ChromaServe
     receipt = json.loads(done.stdout)
     assert receipt["collections_deleted"] == 1 and receipt["records_deleted"] == 3 and not receipt["dry_run"]
     assert _left(chroma_server.port, tenant, "prefix") == []
-    bad = subprocess.run([sys.executable, "-m", "flux_chroma.cli", "tenant", "erase", "Acme_EU"], capture_output=True, text=True, timeout=60, check=False)
+    bad = run_cli("tenant", "erase", "Acme_EU")
     assert bad.returncode == 2 and "may only contain lowercase" in bad.stderr

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_inproc import run_cli
 from document_files import make_docx, make_pdf, make_pptx
 
 from flux_chroma.ingest import run_ingest
@@ -249,7 +250,7 @@ def test_a_skip_decided_at_plan_time_is_replayed_by_the_batch(tmp_path: Path) ->
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "flux_chroma.cli", *args], check=False, capture_output=True, text=True, env=dict(os.environ), timeout=HANG_GUARD)
+    return run_cli(*args)  # in-process: what it prints and exits with is under test, not the process
 
 
 def test_cli_names_skipped_files_and_exits_5(tmp_path: Path, tenant: str, url: str, raw_client: Any) -> None:

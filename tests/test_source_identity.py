@@ -9,14 +9,13 @@ executions, the real CLI; the default model embeds.
 from __future__ import annotations
 
 import json
-import os
 import pickle
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_inproc import run_cli
 from flux.utils import FluxEncoder
 from ingest_workflows import embedded_texts
 from workflows import housekeeping_wf
@@ -65,10 +64,7 @@ def texts(records: dict[str, tuple[str, dict[str, Any]]]) -> list[str]:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "flux_chroma.cli", *args],
-        check=False, capture_output=True, text=True, env=dict(os.environ), timeout=HANG_GUARD,
-    )
+    return run_cli(*args)  # in-process: what it prints, stores and exits with is under test
 
 
 # --------------------------------------------------------------------------- the bug
