@@ -222,7 +222,7 @@ def _cold_rows(b: Bench) -> None:
     """Cold CLI ingests of real documents: peak RSS at two batch sizes, old embedder beside new."""
     from bench.cold_memory import cold_ingest, copy_corpus
 
-    every = COLD_EVERY * (10 if b.plan.quick else 1)
+    every = COLD_EVERY * (40 if b.plan.quick else 1)
     folder = b.ws.work / "cold-corpus"
     files = copy_corpus(folder, every)
     b.report.note(
