@@ -19,7 +19,7 @@ from bench.workspace import ROOT, Workspace
 
 __all__ = ["main"]
 
-_DEFAULT_ROWS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)  # row 24 (two real-model ingestions) only when asked
+_DEFAULT_ROWS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)  # row 24 (two real-model ingestions) only when asked
 _FULL_SIZES = (1000, 10_000, 50_000)
 _QUICK_SIZES = (300, 1000)
 _DEFAULT_OUT = ROOT / "docs" / "benchmarks.md"
@@ -61,7 +61,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--rows",
         type=_ints,
         default=_DEFAULT_ROWS,
-        help="rows to run (default 1-12; 24 only when asked); the other rows of --out are kept",
+        help="rows to run (default 1-13; 24 only when asked); the other rows of --out are kept",
     )
     p.add_argument("--out", type=Path, default=_DEFAULT_OUT, help="markdown report path")
     p.add_argument(
@@ -171,6 +171,7 @@ def _write(report: object, rows: frozenset[int], out: Path, json_path: Path) -> 
 
 
 def _run_rows(b: object) -> None:
+    from bench.cli_cost import run_row13
     from bench.context import Bench
     from bench.rows_cluster import run_row11
     from bench.rows_embed import run_row1
@@ -199,6 +200,7 @@ def _run_rows(b: object) -> None:
         (10, lambda: run_row10(b)),
         (11, lambda: run_row11(b)),
         (12, lambda: run_row12(b.report, b.plan)),
+        (13, lambda: run_row13(b)),
         (24, lambda: run_row24(b)),
     ]
     for row, step in steps:

@@ -23,6 +23,7 @@ ROW_TITLES = {
     10: "Ingestion job inline with parallel units: I/O-bound (remote) embedder",
     11: "Ingestion job across a Flux cluster: workers on one host, dispatch overhead",
     12: "int8 variant of the default model: speed and retrieval quality vs fp32",
+    13: "Fixed cost of a fresh process: `flux-chroma query` vs a bare `import chromadb`",
     24: "Retrieval: dense vs hybrid quality and latency, cost of distinct results",
 }
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-ROWS = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+ROWS = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}
 
 
 @pytest.mark.slow
@@ -53,6 +53,7 @@ def test_tiny_benchmark_run_fills_every_row(tmp_path: Path) -> None:
     row6 = [r["metric"] for r in results if r["row"] == 6]
     assert row6.count("peak RSS of a job, largest / smallest corpus") == 1
     assert len([r for r in results if r["row"] == 10]) == 4  # parallel 1, 2 and 4, + the bare client
+    assert len([r for r in results if r["row"] == 13]) == 2  # hybrid and dense query processes / import chromadb
     row11 = [r["metric"] for r in results if r["row"] == 11]
     assert len(row11) == 3 and "dispatch overhead per unit through the Flux server (median)" in row11
 
