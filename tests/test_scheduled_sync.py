@@ -30,10 +30,18 @@ HANG_GUARD = 300.0  # seconds; only stops a broken test from hanging
 def fleet(chroma_server: ChromaServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     work = tmp_path_factory.mktemp("schedule-fleet")
     # The scheduler looks for due schedules every FLUX_SCHEDULING__POLL_INTERVAL seconds (30 by default).
-    stack = Fleet(work, chroma_server.url, work / "embedded.jsonl", liveness={**LIVENESS, "FLUX_SCHEDULING__POLL_INTERVAL": "1"})
+    # One worker: Flux's default dispatch mode (poll). In event mode (the fleet's) flux-core 0.87's
+    # scheduler and hooks do not wake the dispatcher, so each scheduled run and each hook's run
+    # waited for its 15 s fallback tick.
+    server = {**LIVENESS, "FLUX_SCHEDULING__POLL_INTERVAL": "1", "FLUX_DISPATCH__MODE": "poll"}
+    stack = Fleet(work, chroma_server.url, work / "embedded.jsonl", liveness=server)
     try:
         yield stack.start(1, register=False)
     finally:
+        # The schedule keeps starting runs: SIGKILL the worker (its process group, the run in
+        # flight too) rather than let a SIGTERM drain wait out that run.
+        if "worker-1" in stack.processes.pids():
+            stack.kill("worker-1")
         stack.stop()
 
 
