@@ -124,12 +124,7 @@ class LocalFleet:
             **self.extra_server_env,
         )
         self.start_server()
-        self.token = wait_for(
-            "the bootstrap token",
-            lambda: flux_cli(["server", "bootstrap-token"], self.server_env, 30).strip(),
-            self.processes,
-            "flux-server",
-        )
+        self.token = wait_for("the bootstrap token", self._bootstrap_token, self.processes, "flux-server")
         names = [f"worker-{n}" for n in range(1, workers + 1)]
         for name in names:
             self.start_worker(name)
@@ -143,6 +138,21 @@ class LocalFleet:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+    def _bootstrap_token(self) -> str:
+        """The token workers register with (what ``flux server bootstrap-token`` prints).
+
+        The server's own setting if given, else the file the server persists it to
+        (``FLUX_HOME/bootstrap-token``), read directly: the command costs a Python start-up
+        and a ``flux`` import, seconds on a busy machine. Without that file, the command.
+        """
+        configured = self.server_env.get("FLUX_WORKERS__BOOTSTRAP_TOKEN", "").strip()
+        if configured:
+            return configured
+        persisted = Path(self.server_env["FLUX_HOME"]) / "bootstrap-token"
+        if persisted.is_file() and (token := persisted.read_text().strip()):
+            return token
+        return flux_cli(["server", "bootstrap-token"], self.server_env, 30).strip()
 
     def _env(self, **extra: str) -> dict[str, str]:
         return clean_env(self.keep_env, **extra)
