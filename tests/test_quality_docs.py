@@ -53,6 +53,9 @@ def test_documents_eval_and_the_cli_run_verbatim(url: str, tmp_path: Path) -> No
     assert printed is not None, "the page says what the example prints"
     first, figures = done.stdout.strip().splitlines()[-2:]
     assert ast.literal_eval(first) == ast.literal_eval(printed.group(1))
+    # Once: Flux re-imports the file to register the workflow; the __main__ guard keeps that
+    # import from running the whole example again (and again, from inside that import).
+    assert done.stdout.splitlines().count(first) == 1, done.stdout[-3000:]
     assert set(ast.literal_eval(figures)) == {"dense", "hybrid"}
     outputs = []
     for line in blocks("bash")[0].strip().splitlines():
