@@ -190,7 +190,7 @@ class LocalFleet:
         if server_url:
             env["FLUX_WORKERS__SERVER_URL"] = self.url  # child executions (parallel units) go here
         argv = [tool("flux"), "start", "worker", name, "--server-url", self.url]
-        return self.processes.start(name, argv, env).pid
+        return self.processes.start(name, argv, env, group="workers").pid  # stopped together
 
     def kill(self, name: str) -> None:
         """SIGKILL a worker's whole process group (the worker and its execution children)."""

@@ -8,6 +8,7 @@ name.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -45,6 +46,7 @@ class Processes:
         self.announce = announce
         self.procs: list[tuple[str, subprocess.Popen[bytes], Path]] = []
         self.postgres: LocalPostgres | None = None
+        self.groups: dict[str, str] = {}
 
     def _say(self, text: str) -> None:
         if self.announce:
@@ -61,8 +63,19 @@ class Processes:
         self._say(f"started {'postgres':<9} pid {self.postgres.pid}")
         return self.postgres.url
 
-    def start(self, name: str, argv: Sequence[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
-        """Start ``argv`` in its own process group (so its children stop with it)."""
+    def start(
+        self, name: str, argv: Sequence[str], env: dict[str, str], *, group: str | None = None
+    ) -> subprocess.Popen[bytes]:
+        """Start ``argv`` in its own process group (so its children stop with it).
+
+        Args:
+            name: Its name (its folder, its log, its line in :meth:`pids`).
+            argv: The command.
+            env: Its whole environment.
+            group: Peers that do not depend on each other, such as a fleet's workers: :meth:`stop`
+                stops them at once (when it reaches the last one started), so that their drains
+                do not add up.
+        """
         cwd = self.workdir / name
         cwd.mkdir(parents=True, exist_ok=True)
         log = cwd / "output.log"
@@ -71,6 +84,8 @@ class Processes:
                 list(argv), cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
             )
         self.procs.append((name, proc, log))
+        if group is not None:
+            self.groups[name] = group
         self._say(f"started {name:<9} pid {proc.pid}")
         return proc
 
@@ -111,19 +126,31 @@ class Processes:
             raise KeyError(name)
 
     def stop(self) -> None:
-        """SIGTERM each process group (by the pid we started), SIGKILL after 15 s."""
+        """SIGTERM each process group (by the pid we started), SIGKILL after 15 s.
+
+        In reverse start order; the members of a ``group`` together, at the last one's turn.
+        """
+        stopped: set[int] = set()
         for name, proc, _ in reversed(self.procs):
-            if proc.poll() is None:
+            if proc.pid in stopped:
+                continue
+            group = self.groups.get(name)
+            batch = [(n, p) for n, p, _ in reversed(self.procs) if group is not None and self.groups.get(n) == group]
+            batch = batch or [(name, proc)]
+            for _, member in batch:
+                if member.poll() is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(member.pid, signal.SIGTERM)  # the group id is the pid we started
+            deadline = time.monotonic() + 15
+            for member_name, member in batch:
                 try:
-                    os.killpg(proc.pid, signal.SIGTERM)  # the group id is the pid we started
-                except ProcessLookupError:
-                    pass
-                try:
-                    proc.wait(timeout=15)
+                    member.wait(timeout=max(0.0, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait(timeout=10)
-            self._say(f"stopped {name:<9} pid {proc.pid} (exit {proc.returncode})")
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(member.pid, signal.SIGKILL)
+                    member.wait(timeout=10)
+                stopped.add(member.pid)
+                self._say(f"stopped {member_name:<9} pid {member.pid} (exit {member.returncode})")
         if self.postgres is not None:
             self.postgres.stop()
             self._say(f"stopped {'postgres':<9} pid {self.postgres.pid}")
