@@ -67,6 +67,10 @@ def chroma(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ft.OwnServer]:
 def fleet(chroma: ft.OwnServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     work = tmp_path_factory.mktemp("fleet")
     stack = Fleet(work, chroma.url, work / "embedded.jsonl", liveness=FLUX_DEFAULT_LIVENESS)
+    # Workers retry a lost Flux server every second (docs/deployment.md: the backoff is capped
+    # by FLUX_WORKERS__RECONNECT_MAX_DELAY, 60 s by default): what is tested is that they come
+    # back and re-send what they could not deliver, not how long Flux's backoff grows.
+    stack.worker_env["FLUX_WORKERS__RECONNECT_MAX_DELAY"] = "1"
     try:
         yield stack.start(3)
     finally:
