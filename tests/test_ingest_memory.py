@@ -47,16 +47,24 @@ def _peak(fn: Any) -> int:
 
 def test_plan_and_cleanup_memory_does_not_follow_the_corpus(tmp_path: Path) -> None:
     small, large = _jsonl(tmp_path / "small.jsonl", 2_000), _jsonl(tmp_path / "large.jsonl", 20_000)
-    assert build_plan(large)["chunks"] == 20_000
     for step in (build_plan, live_chunks):
-        step(large)  # first-use costs (imports, bounded caches filled) are not the corpus
-        # The lowest of three peaks each: a bounded cache's churn (dict rebuilds) adds spikes
-        # of a few MB to some runs, whatever the corpus.
-        peaks = {n: min(_peak(lambda s=step, j=job: s(j)) for _ in range(3)) for n, job in (("large", large), ("small", small))}
-        per_chunk = (peaks["large"] - peaks["small"]) / 18_000
-        # A key per chunk in a set costs about 55 bytes (the int and its slot); holding the
-        # chunks' text would cost its 200 characters and more.
-        assert per_chunk < 128, f"{step.__name__}: {per_chunk:.0f} extra bytes per extra chunk"
+        # First-use costs (imports, bounded caches filled) are not the corpus.
+        first = step(large)
+        if step is build_plan:
+            assert first["chunks"] == 20_000
+        # The lowest of up to three peaks each: a bounded cache's churn (dict rebuilds) adds
+        # spikes of a few MB to some runs, whatever the corpus. The small corpus (a tenth of
+        # the work) is measured three times; the large one until a run is within the bound
+        # (the same test as min(large) - min(small), without the runs that cannot change it).
+        floor = min(_peak(lambda s=step: s(small)) for _ in range(3))
+        per_chunk = []
+        for _ in range(3):
+            per_chunk.append((_peak(lambda s=step: s(large)) - floor) / 18_000)
+            # A key per chunk in a set costs about 55 bytes (the int and its slot); holding
+            # the chunks' text would cost its 200 characters and more.
+            if min(per_chunk) < 128:
+                break
+        assert min(per_chunk) < 128, f"{step.__name__}: {min(per_chunk):.0f} extra bytes per extra chunk"
 
 
 def test_duplicate_policy_still_finds_every_collision(tmp_path: Path) -> None:
