@@ -87,7 +87,7 @@ STOPPED = """
 import sys, threading
 from flux_chroma.embedding import FastDefaultEmbedding
 ef = FastDefaultEmbedding()
-texts = [f"text {i}: " + "a longer text embedded again and again " * 30 for i in range(32)]
+texts = [f"text {i}: " + "a longer text embedded again and again " * 30 for i in range(8)]
 def loop():
     while True:
         ef.embed(texts)
