@@ -193,7 +193,7 @@ def test_a_parallel_job_completes_on_the_fleet_the_docs_describe(fleet: DocFleet
         "tenant": "docfleet",
         "collection": "policies",
         "parallel": 2,
-        "batch_size": 2,
+        "batch_size": 6,  # 24 chunks: 4 batches, 4 units (each a process that loads the model), 2 at a time
         "chunking": {"size": 40, "overlap": 0},
         "sources": [{"kind": "files", "path": str(corpus(tmp_path / "docs"))}],
     }
@@ -205,7 +205,7 @@ def test_a_parallel_job_completes_on_the_fleet_the_docs_describe(fleet: DocFleet
         execution = httpx.get(f"{fleet.url}/executions/{eid}", timeout=10).json()
         if execution.get("state") in ("COMPLETED", "FAILED", "CANCELLED"):
             break
-        time.sleep(1)
+        time.sleep(0.3)
     logs = "\n".join(fleet.stack.log_tail(n, 15) for n in ("worker-1", "worker-2"))
     assert execution.get("state") == "COMPLETED", f"{execution.get('state')}: {execution.get('output')}\n{logs}"
     report = execution["output"]
