@@ -67,7 +67,7 @@ def _receipts(fleet: Fleet, tenant: str) -> int:
 
 def test_watch_follows_a_parallel_job_to_completion(fleet: Fleet, tenant: str, tmp_path: Path) -> None:
     docs = tmp_path / "docs"
-    write_docs(docs, [f"n{i}" for i in range(12)])
+    write_docs(docs, [f"n{i}" for i in range(4)])  # 24 chunks: 3 batches, 3 units on 2 workers
     execution_id = fleet.submit("flux-chroma/ingest_job", _job(tenant, docs, fleet.chroma_url, 0.2))
     watcher = _watch(fleet, execution_id)
     out, err = watcher.communicate(timeout=HANG_GUARD)
