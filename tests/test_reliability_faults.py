@@ -9,13 +9,16 @@
 * Down longer than the retry budget: a readable ChromaUnavailableError that reloads by id;
   a later re-run completes the job and skips what was already written.
 
-Every scenario uses a dedicated server in ``tmp_path`` (never the session server). Waits are
-event-driven (gate files, Flux events, socket queues); time limits are hang guards only.
+The scenarios share one dedicated server of this module (never the session server), each in
+its own tenant; after every test the server is thawed and, if a test left it down, started
+again on its port. Waits are event-driven (gate files, Flux events, socket queues); time
+limits are hang guards only.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -32,14 +35,24 @@ DIM = 16
 EF = ft.HashEmbedding(DIM)
 
 
-@pytest.fixture
-def own_server(tmp_path: Path) -> Iterator[ft.OwnServer]:
-    """A dedicated server this test may kill, freeze or restart."""
-    server = ft.OwnServer(tmp_path / "server")
+@pytest.fixture(scope="module")
+def module_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ft.OwnServer]:
+    """The module's dedicated server (one ``chroma run`` start instead of one per test)."""
+    server = ft.OwnServer(tmp_path_factory.mktemp("faults") / "server")
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def own_server(module_server: ft.OwnServer) -> Iterator[ft.OwnServer]:
+    """The dedicated server, which this test may kill, freeze or restart."""
+    yield module_server
+    if module_server.server.pid is not None:
+        os.kill(module_server.pid, signal.SIGCONT)  # a test that failed while it was frozen
+    else:
+        module_server.restart()  # left down: up again on the same port for the next test
 
 
 def assert_exact(server: ft.OwnServer, physical: str, expected: list[dict[str, Any]]) -> None:
