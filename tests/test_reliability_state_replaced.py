@@ -1,6 +1,6 @@
 """Server state replaced under a live worker process.
 
-One long-lived worker OS process runs workflow after workflow. Between its runs the test
+One long-lived worker OS process runs workflow after workflow (one for the module). Between its runs the test
 drops and recreates its collection with a raw client, or replaces the whole server with one
 restored from an older snapshot (same directory, same port). The worker's next write AND its
 next query (both orders) must see the server's current state: no cached collection handle,
@@ -20,15 +20,31 @@ DIM = 16
 EF = ft.HashEmbedding(DIM)
 
 
-@pytest.fixture
-def worker(tmp_path: Path) -> Iterator[ft.WorkerProcess]:
-    """A long-lived worker process (one Python process for every workflow of the test)."""
-    proc = ft.WorkerProcess(tmp_path / "worker")
+@pytest.fixture(scope="module")
+def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ft.WorkerProcess]:
+    """A long-lived worker process (one Python process for every workflow of the module)."""
+    proc = ft.WorkerProcess(tmp_path_factory.mktemp("worker"))
     try:
         assert proc.read() == {"ready": proc.proc.pid}
         yield proc
     finally:
         proc.close()
+
+
+@pytest.fixture(scope="module")
+def snap_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ft.OwnServer, Path]]:
+    """A dedicated server and its snapshot S0, taken before anything existed on it.
+
+    The snapshot tests share it, each in its own tenant: S0 holds no collection and no
+    database of any of them.
+    """
+    folder = tmp_path_factory.mktemp("snap")
+    server = ft.OwnServer(folder / "server")
+    try:
+        server.snapshot(folder / "empty")
+        yield server, folder / "empty"
+    finally:
+        server.stop()
 
 
 class Live:
@@ -139,12 +155,15 @@ def test_collection_dropped_and_recreated_under_a_live_worker(
 @pytest.mark.parametrize("tenancy", ["prefix", "database"])
 @pytest.mark.slow
 def test_server_restored_from_older_snapshots_under_a_live_worker(
-    worker: ft.WorkerProcess, tenant: str, tmp_path: Path, tenancy: str
+    worker: ft.WorkerProcess,
+    snap_server: tuple[ft.OwnServer, Path],
+    tenant: str,
+    tmp_path: Path,
+    tenancy: str,
 ) -> None:
-    server = ft.OwnServer(tmp_path / "server")
+    server, empty = snap_server  # S0, `empty`: before anything existed
     try:
         live = Live(worker, tenant, server.url, tenancy)
-        server.snapshot(tmp_path / "empty")  # S0: before anything existed
         expect_ok(live.add("snap", "a-0", "a-1", new=True))
         assert expect_ok(live.ask("snap")) == ["a-0", "a-1"]
         server.snapshot(tmp_path / "with-a")  # S1: a-0, a-1
@@ -158,12 +177,11 @@ def test_server_restored_from_older_snapshots_under_a_live_worker(
         assert expect_ok(live.add("snap", "d-0", new=True))[0]["added"] == 1  # a fresh EF object
         assert expect_ok(live.ask("snap")) == ["a-0", "a-1", "d-0"]
 
-        server.restore(
-            tmp_path / "empty"
-        )  # back to S0: no collection (and no database); write first
+        server.restore(empty)  # back to S0: no collection (and no database); write first
         assert expect_ok(live.add("snap", "e-0", new=True))[0]["added"] == 1
         assert expect_ok(live.ask("snap")) == ["e-0"]
         assert expect_ok(live.delete("snap", "e-0"))[0]["deleted"] == 1
         expect_error(live.ask("gone"), "CollectionNotFoundError", "'gone'", tenant)
     finally:
-        server.stop()
+        if server.server.pid is None:  # a failed restore left it down: up for the next test
+            server.restart()
