@@ -301,18 +301,21 @@ def test_paths_and_local_clients_are_refused_through_flux(
     assert not data.exists()  # nothing opened or created at the path
 
 
-RACE = """
-import os, sys
-import fault_tools as ft
+# A racer imports only what it runs (not fault_tools, which imports chromadb and Flux): the
+# replies are fault_tools' protocol lines.
+RACE = f"""
+import json, os, sys
 from flux_chroma import ChromaServer, OneOwnerError
+def reply(payload):
+    print({ft.MARK!r} + json.dumps(payload), flush=True)
 server = ChromaServer(os.environ["FC_RACE_DIR"], log_path=os.environ["FC_RACE_LOG"])
-ft.reply({"ready": os.getpid()})
+reply({{"ready": os.getpid()}})
 sys.stdin.readline()
 try:
     server.start()
-    ft.reply({"won": server.url, "chroma_pid": server.pid})
+    reply({{"won": server.url, "chroma_pid": server.pid}})
 except OneOwnerError as err:
-    ft.reply({"refused": str(err)})
+    reply({{"refused": str(err)}})
 sys.stdin.readline()
 server.stop()
 """
