@@ -158,6 +158,7 @@ def test_sigkill_of_a_unit_worker_mid_job_converges(registered: Fleet, tmp_path:
     fleet.kill(lost["current_worker"])
     stored = _stored_texts(raw_client, tenant)  # committed so far...
     mark = len(embedded_texts(fleet.embed_log))  # ...and what was embedded up to now
+    fleet.start_worker("worker-4")  # keep three workers for the next tests (it starts while Flux reclaims)
     execution = fleet.wait_terminal(parent, HANG_GUARD)
     assert execution["state"] == "COMPLETED", execution.get("output")
     expected = _assert_exact(raw_client, tenant, job)
@@ -173,7 +174,6 @@ def test_sigkill_of_a_unit_worker_mid_job_converges(registered: Fleet, tmp_path:
     writers = [t["worker"] for t in execution["output"]["batch_timings"] if t["execution_id"] == lost["execution_id"]]
     assert writers[0] == lost["current_worker"] and writers[-1] == after["current_worker"]
     assert set(_texts_since(fleet, mark)) & stored == set()  # nothing committed before the kill embedded again
-    fleet.start_worker("worker-4")  # keep three workers for the next tests
     fleet.wait_online(["worker-4"])
 
 
@@ -202,8 +202,7 @@ def test_a_stalled_unit_fails_the_job_readably_and_resubmit_completes(
     assert re.search(r"unit \d+ \(execution \w+, RUNNING on worker-\d\) made no progress", message), message
     assert "for more than 6 s (unit_timeout), so it was cancelled" in message and "submit the job again" in message
     assert fleet.execution(stuck["execution_id"])["state"] in ("CANCELLING", "CANCELLED")
-    fleet.start_worker("worker-5")
-    fleet.wait_online(["worker-5"])
+    fleet.start_worker("worker-5")  # keep three workers for the next tests (it starts meanwhile)
     stored, mark = _stored_texts(raw_client, tenant), len(embedded_texts(fleet.embed_log))
 
     second = fleet.wait_terminal(fleet.submit("flux-chroma/ingest_job", job), HANG_GUARD)
@@ -212,11 +211,13 @@ def test_a_stalled_unit_fails_the_job_readably_and_resubmit_completes(
     assert stored and len(stored) < len(expected)  # the stall really was mid-job
     assert set(_texts_since(fleet, mark)) & stored == set()  # nothing committed was embedded again
     assert second["output"]["skipped"] >= len(stored)
+    fleet.wait_online(["worker-5"])
 
 
 def test_sigkill_of_the_parents_worker_then_resubmit_resumes(registered: Fleet, tmp_path: Path, tenant: str, raw_client: Any) -> None:
     fleet = registered
-    write_docs(tmp_path / "docs", [f"d{i:03d}" for i in range(60)], words=120)
+    # 22 batches in 11 units of 2: the kill comes after the first committed unit, with most to do
+    write_docs(tmp_path / "docs", [f"d{i:03d}" for i in range(24)], words=120)
     job = {**_job(tenant, tmp_path / "docs", fleet.chroma_url, batch_size=20), "embedding_function": SLOW}
     first = fleet.submit("flux-chroma/ingest_job", job)
     _wait("a committed unit", lambda: any(c["state"] == "COMPLETED" for c in fleet.children(tenant)))
