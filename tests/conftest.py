@@ -18,6 +18,13 @@ os.environ["FLUX_HOME"] = str(_STATE / "flux-home")
 os.environ["FLUX_DATABASE_URL"] = f"sqlite:///{_STATE / 'flux-home' / 'flux.db'}"
 os.environ["FLUX_CHROMA_CACHE_DIR"] = str(_STATE / "embedding-cache")
 (_STATE / "flux-home").mkdir(parents=True, exist_ok=True)
+# Under pytest-xdist N worker processes embed at once on C cores: as docs/deployment.md
+# ("Embedding threads") tells users who run N embedding processes, each gets C // N ONNX
+# threads (the vectors are the same; oversubscribed threads only burn CPU). Tests of the
+# thread setting itself set or clear the variable with monkeypatch.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
+    os.environ.setdefault("FLUX_CHROMA_EMBED_THREADS", str(max(1, len(os.sched_getaffinity(0)) // _WORKERS)))
 
 import pytest
 
