@@ -31,17 +31,13 @@ def blocks(language: str) -> list[str]:
 def run(cwd: Path, args: list[str], url: str) -> subprocess.CompletedProcess[str]:
     """A user's shell: the virtualenv's bin first on PATH, FLUX_CHROMA_URL set (as the page says).
 
-    Under pytest-xdist, N workers embed at once on C cores: as docs/deployment.md ("Embedding
-    threads") tells users, the shell then gives each process its share,
-    FLUX_CHROMA_EMBED_THREADS = max(1, C // N) (the vectors are the same; on 2 busy cores one
-    thread embeds these corpora with about a fifth less CPU than two).
+    Under pytest-xdist it keeps FLUX_CHROMA_EMBED_THREADS = max(1, C // N) from tests/conftest.py,
+    as docs/deployment.md tells users who run N embedding processes on C cores (on 2 busy cores
+    one ONNX thread embeds these corpora with about a fifth less CPU than two).
     """
     env = {**os.environ, "FLUX_CHROMA_URL": url, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     env.pop("FLUX_HOME", None)
     env.pop("FLUX_DATABASE_URL", None)
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    if workers > 1:
-        env.setdefault("FLUX_CHROMA_EMBED_THREADS", str(max(1, len(os.sched_getaffinity(0)) // workers)))
     return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False, timeout=HANG_GUARD)
 
 
