@@ -162,24 +162,25 @@ def _read_all(collection: Any, include: list[str], page: int) -> dict[str, Any]:
 
 
 def _copy(records: dict[str, Any], target: Target, options: ChromaOptions) -> dict[str, Any]:
-    """Write source records (ids, documents, metadata incl. fc_* keys) into the target."""
-    groups: dict[tuple[tuple[str, Any], ...], list[Document]] = {}
+    """Write source records (ids, documents, metadata incl. fc_* keys) into the target.
+
+    One write for all of them (batched by the server's limit): each record keeps its own
+    ``fc_*`` keys (offsets, heading, page, ...) through ``record_metadata``, outside the content
+    hash, which covers the text and the user's metadata as the reconcile step expects.
+    """
     missing = [rid for rid, doc in zip(records["ids"], records["documents"], strict=True) if not isinstance(doc, str)]
     if missing:
         raise InvalidDocumentError(
             f"records {missing[:5]} have no document text, so they cannot be re-embedded with a new model."
         )
+    docs: list[Document] = []
+    own: dict[str, dict[str, Any]] = {}
     for rid, doc, meta in zip(records["ids"], records["documents"], records["metadatas"], strict=True):
         meta = meta or {}
-        own = tuple(sorted((k, v) for k, v in meta.items() if k.startswith(RESERVED_PREFIX) and k != HASH_KEY))
-        groups.setdefault(own, []).append(Document(rid, doc, public_metadata(meta)))
-    totals: dict[str, Any] = {"added": 0, "updated": 0, "skipped": 0, "embedded": 0, "embed_seconds": 0.0}
-    for own, docs in groups.items():
-        opts = options.write_options(adopt=False, extra_metadata=dict(own))
-        written: Mapping[str, Any] = write_documents(target, docs, opts)
-        for key in totals:
-            totals[key] += written[key]
-    return totals
+        own[rid] = {k: v for k, v in meta.items() if k.startswith(RESERVED_PREFIX) and k != HASH_KEY}
+        docs.append(Document(rid, doc, public_metadata(meta)))
+    written: Mapping[str, Any] = write_documents(target, docs, options.write_options(adopt=False, record_metadata=own))
+    return {key: written[key] for key in ("added", "updated", "skipped", "embedded", "embed_seconds")}
 
 
 # --- tasks --------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import functools
 import hashlib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +46,8 @@ class WriteOptions:
         adopt: Adopt an unpinned collection.
         skip_unchanged: Skip records whose stored content hash matches (checked on the server).
         extra_metadata: Metadata added to every record (reserved ``fc_*`` keys allowed).
+        record_metadata: Metadata added to single records, by id (reserved ``fc_*`` keys
+            allowed). Like ``extra_metadata`` it is not part of the content hash.
     """
 
     ef: Any = None
@@ -54,6 +56,7 @@ class WriteOptions:
     adopt: bool = False
     skip_unchanged: bool = True
     extra_metadata: dict[str, Any] = field(default_factory=dict)
+    record_metadata: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -121,7 +124,8 @@ def _prepare_batch(resolved: Resolved, docs: Sequence[Document], opts: WriteOpti
         if opts.skip_unchanged and old is not None and old.get(HASH_KEY) == digest:
             out.skipped += 1
             continue
-        meta: dict[str, Any] = {**doc.metadata, **opts.extra_metadata, HASH_KEY: digest}
+        own = opts.record_metadata.get(doc.id, {})
+        meta: dict[str, Any] = {**doc.metadata, **opts.extra_metadata, **own, HASH_KEY: digest}
         if old is not None:
             for stale in set(old) - set(meta):
                 meta[stale] = None  # upsert merges metadata: delete keys that disappeared
