@@ -20,9 +20,11 @@ echo "==> mypy --strict flux_chroma (beside the test suite)"
 "$VENV/bin/mypy" --strict flux_chroma >"$mypy_log" 2>&1 &
 mypy_pid=$!
 
-echo "==> pytest -n 2 --dist loadgroup (two workers; the fleet tests share one, see tests/conftest.py)"
+# Three workers on two cores: the fleet tests mostly wait on servers and processes, so a third
+# worker keeps both cores busy (measured: 493 s with -n 3 against 573 s with -n 2).
+echo "==> pytest -n 3 --dist loadgroup (three workers; the fleet tests share one, see tests/conftest.py)"
 status=0
-"$VENV/bin/python" -m pytest -n 2 --dist loadgroup --durations=30 || status=$?
+"$VENV/bin/python" -m pytest -n 3 --dist loadgroup --durations=30 || status=$?
 
 mypy_status=0
 wait "$mypy_pid" || mypy_status=$?

@@ -44,7 +44,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 # Modules that start a Flux fleet (a Flux server, workers and, for most, a PostgreSQL). Under
-# pytest-xdist (`-n 2 --dist loadgroup`, as scripts/test.sh runs the suite) they share one
+# pytest-xdist (`-n 3 --dist loadgroup`, as scripts/test.sh runs the suite) they share one
 # group, so two fleets never run at once on a 2-core machine; every other test runs beside them.
 FLEET_MODULES = frozenset(
     {
@@ -61,13 +61,29 @@ FLEET_MODULES = frozenset(
 )
 
 
+# The longest work units, started first: xdist hands out units in collection order, so the
+# fleet group and the few tests of a minute or more begin at once on their own workers and the
+# many short tests fill the gaps, instead of one long test starting last and running alone.
+# Whole modules move (their tests stay together, so module fixtures start once).
+FIRST_MODULES = ("test_bench_smoke", "test_quality_docs", "test_readme_docs", "test_ingest_memory")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark tests that use the session's Chroma server `server`; put the fleet tests in one group."""
+    """Mark tests that use the session's Chroma server `server`; put the fleet tests in one group;
+    start the fleet group and the longest modules first."""
     for item in items:
         if "chroma_server" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.server)
         if item.path.stem in FLEET_MODULES:
             item.add_marker(pytest.mark.xdist_group("fleet"))
+
+    def rank(item: pytest.Item) -> int:
+        stem = item.path.stem
+        if stem in FLEET_MODULES:
+            return 0
+        return 1 + FIRST_MODULES.index(stem) if stem in FIRST_MODULES else len(FIRST_MODULES) + 1
+
+    items.sort(key=rank)  # stable: each module's tests keep their order
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

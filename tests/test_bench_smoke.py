@@ -28,7 +28,7 @@ def test_tiny_benchmark_run_fills_every_row(tmp_path: Path) -> None:
         "--chunk-sample", "4", "--naive-sample", "6", "--naive-batch", "3", "--queries", "4",
         "--reps", "1", "--scale-docs", "12", "--procs", "1,2", "--serve-calls", "2", "--first-ingest-sample", "12",
         "--int8-sample", "12",
-        "--rss-sizes", "40,80", "--parallel-docs", "32", "--cluster-docs", "40", "--workers", "1,2",
+        "--rss-sizes", "40,80", "--parallel-docs", "32", "--cluster-docs", "24", "--workers", "1",
         "--out", str(out),
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FLUX_", "CHROMA_"))}
@@ -55,7 +55,7 @@ def test_tiny_benchmark_run_fills_every_row(tmp_path: Path) -> None:
     assert len([r for r in results if r["row"] == 10]) == 4  # parallel 1, 2 and 4, + the bare client
     assert len([r for r in results if r["row"] == 13]) == 2  # hybrid and dense query processes / import chromadb
     row11 = [r["metric"] for r in results if r["row"] == 11]
-    assert len(row11) == 3 and "dispatch overhead per unit through the Flux server (median)" in row11
+    assert len(row11) == 2 and "dispatch overhead per unit through the Flux server (median)" in row11
 
     text = out.read_text()
     machine = data["meta"]["machine"]
