@@ -35,11 +35,9 @@ FluxHome = Annotated[Path | None, typer.Option("--flux-home", metavar="DIR", hel
 Collection = Annotated[str, typer.Option("--collection", "-c", metavar="NAME", help="Tenant-relative collection name.")]
 
 
-def _run(task: str, collection: str, args: list[Any], url: str | None, tenant: str | None, tenancy: str) -> Any:
-    from flux_chroma.tasks import documents
-
+def _run(task: Any, collection: str, args: list[Any], url: str | None, tenant: str | None, tenancy: str) -> Any:
     settings = check_collection_target(url, tenant, tenancy, collection)
-    return run_read(getattr(documents, task), {"tenant": tenant, "tenancy": tenancy, "url": settings.url}, collection, *args)
+    return run_read(task, {"tenant": tenant, "tenancy": tenancy, "url": settings.url}, collection, *args)
 
 
 def docs(
@@ -53,7 +51,9 @@ def docs(
 ) -> None:
     """List the documents stored in a collection, with their chunk counts."""
     with cli_errors(debug=debug, json_out=json_out):
-        found = _run("list_documents", collection, [json_option(where, "--where")], url, tenant, tenancy)
+        from flux_chroma.tasks.documents import list_documents
+
+        found = _run(list_documents, collection, [json_option(where, "--where")], url, tenant, tenancy)
         if json_out:
             print_json({"tenant": tenant, "collection": collection, "documents": found})
             return
@@ -75,13 +75,13 @@ def show(
     debug: Debug = False,
 ) -> None:
     """Print a stored record, a chunk with its neighbours, or a whole document."""
-    from flux_chroma.tasks.documents import document_key, parse_chunk_id
+    from flux_chroma.tasks.documents import document_key, expand_hit, get_document, parse_chunk_id
 
     with cli_errors(debug=debug, json_out=json_out):
         if document or parse_chunk_id(record_id) is None:
-            passage = _run("get_document", collection, [document_key(record_id)], url, tenant, tenancy)
+            passage = _run(get_document, collection, [document_key(record_id)], url, tenant, tenancy)
         else:
-            passage = _run("expand_hit", collection, [record_id, context], url, tenant, tenancy)
+            passage = _run(expand_hit, collection, [record_id, context], url, tenant, tenancy)
         if json_out:
             print_json({"tenant": tenant, "collection": collection, **passage})
             return

@@ -142,17 +142,16 @@ class LocalFleet:
     def _bootstrap_token(self) -> str:
         """The token workers register with (what ``flux server bootstrap-token`` prints).
 
-        The server's own setting if given, else the file the server persists it to
-        (``FLUX_HOME/bootstrap-token``), read directly: the command costs a Python start-up
-        and a ``flux`` import, seconds on a busy machine. Without that file, the command.
+        The server's own setting if given, else the token the server persisted in its home,
+        read with Flux's own ``read_persisted`` (what the command reads): the command costs a
+        Python start-up and a ``flux`` import, seconds on a busy machine. Without it, the command.
         """
+        from flux.security.bootstrap_token import read_persisted
+
         configured = self.server_env.get("FLUX_WORKERS__BOOTSTRAP_TOKEN", "").strip()
         if configured:
             return configured
-        persisted = Path(self.server_env["FLUX_HOME"]) / "bootstrap-token"
-        if persisted.is_file() and (token := persisted.read_text().strip()):
-            return token
-        return flux_cli(["server", "bootstrap-token"], self.server_env, 30).strip()
+        return read_persisted(self.server_env["FLUX_HOME"]) or flux_cli(["server", "bootstrap-token"], self.server_env, 30).strip()
 
     def _env(self, **extra: str) -> dict[str, str]:
         return clean_env(self.keep_env, **extra)
