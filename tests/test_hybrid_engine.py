@@ -1,10 +1,9 @@
-"""Hybrid's one-request full-text path, the Chroma Cloud ``search()`` fallback, and citable hits.
+"""Hybrid's one-request full-text path and citable hits.
 
 Against the session's real ``chroma run`` server: the one combined regular expression finds
 exactly the records the per-probe clauses find, :func:`contains` agrees with the server on
-every record, the local server's refusal of ``collection.search()`` is recognised and
-remembered without an error reaching the caller, and hits of ingested files carry their
-citation (document, path, heading, offsets) into the result and the CLI's header line.
+every record, and hits of ingested files carry their citation (document, path, heading,
+offsets) into the result and the CLI's header line.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from typer.testing import CliRunner
 from workflows import ingest_wf
 
 from flux_chroma.cli.app import app
-from flux_chroma.tasks import cloud_search
 from flux_chroma.tasks.hybrid import combined_clause, contains, probes
 
 TEXTS = [
@@ -57,27 +55,6 @@ def test_one_combined_clause_finds_what_the_probes_find_one_by_one(tenant: str, 
             union |= server
         combined = set(coll.get(where_document=combined_clause(found), include=[])["ids"])
         assert combined == union and union, question
-
-
-def test_search_is_tried_once_and_the_local_refusal_falls_back_silently(tenant: str, raw_client: Any) -> None:
-    _ingest(tenant, "cloudless", [{"id": f"t{i}", "text": t} for i, t in enumerate(TEXTS)])
-    coll = raw_client.get_collection(f"{tenant}__cloudless")
-    assert cloud_search.search_supported(coll) is None
-    vector = list(coll.get(ids=["t0"], include=["embeddings"])["embeddings"][0])
-    clause = combined_clause(probes("SESSION_LINGER_MS"))
-    assert cloud_search.search_lists(coll, vector, clause, 5, 5, None, None) is None
-    assert cloud_search.search_supported(coll) is False  # remembered: not asked again
-    assert cloud_search.search_lists(coll, vector, clause, 5, 5, None, None) is None
-
-    run = ask_wf.run({"tenant": tenant, "collection": "cloudless", "question": "SESSION_LINGER_MS", "k": 2})
-    assert run.has_succeeded, run.output
-    assert run.output[0]["id"] == "t0"
-
-
-def test_where_for_search_moves_document_clauses_under_the_document_key() -> None:
-    where = cloud_search.where_for_search({"lang": "en"}, {"$or": [{"$contains": "a"}, {"$regex": "b"}]})
-    assert where == {"$and": [{"lang": "en"}, {"$or": [{"#document": {"$contains": "a"}}, {"#document": {"$regex": "b"}}]}]}
-    assert cloud_search.where_for_search(None, None) is None
 
 
 GUIDE = """# Guide

@@ -132,7 +132,7 @@ def test_pin_is_cached_then_reverified_after_drop_and_recreate(tenant: str, url:
         new = proxy.seen()[before:]
         # One alias lookup (aliases switch readers on their next query), then the query's own
         # requests only (hybrid's one full-text get, the dense query, the ranking of the
-        # matches): no re-resolution, no pin fetch, no second try of search().
+        # matches): no re-resolution, no pin fetch.
         paths = [r.path.rsplit("/", 1)[-1] for r in new]
         assert paths[0] == f"{tenant}__fc.aliases" and "query" in paths and set(paths[1:]) <= {"get", "query"}, paths
 

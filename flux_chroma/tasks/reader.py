@@ -9,8 +9,7 @@ under ``citation``). Only the question's embedding may come from the cache, neve
 ``mode="hybrid"`` fuses the dense list with full-text matches from the server's own index (see
 :mod:`flux_chroma.tasks.hybrid`): one ``get`` of the records matching any probe, sent while the
 question is embedded, then one ``query(ids=...)`` ranking the rare probes' records by vector
-beside the dense ``query``. Where the server has ``collection.search()`` (Chroma Cloud) both
-lists come from one ``search()`` request instead (:mod:`flux_chroma.tasks.cloud_search`).
+beside the dense ``query``.
 ``distinct=True`` returns each text once. A filter that matched nothing because it can never
 match (``$contains`` on a string-valued key, a folder prefix on a collection without folder
 metadata) raises :class:`InvalidQueryError` instead of returning an empty list.
@@ -23,7 +22,7 @@ from typing import Any
 
 from flux_chroma.chroma.collections import Resolved, Target, with_collection
 from flux_chroma.errors import InvalidQueryError
-from flux_chroma.tasks import cloud_search, hybrid
+from flux_chroma.tasks import hybrid
 from flux_chroma.tasks.results import Hit
 from flux_chroma.tasks.validation import RESERVED_PREFIX
 
@@ -162,25 +161,19 @@ class _Search:
     ) -> tuple[list[Hit], bool]:
         found = hybrid.probes(question, limit=hybrid.MAX_PROBES)
         m = _ranked_matches(n, found)
-        clause = hybrid.combined_clause(found) if found else None
-        pair = cloud_search.search_lists(self.collection, vector, clause, n, m, self.where, self.where_document)
-        if pair is not None:
-            dense, matched = _hits(pair[0], 0), (_hits(pair[1], 0) if pair[1] is not None else [])
-            full = [sum(hybrid.contains(p, h["document"]) for h in matched) >= n for p in found]
-        else:
-            texts = sent.result() if sent is not None else self.matches(found)
-            folded = {i: hybrid.fold(t) for i, t in texts.items()}
-            holding = [[i for i, t in texts.items() if hybrid.contains(p, t, folded[i])] for p in found]
-            # Ranked by vector: every record of a rare probe (fewer matches than n) and every
-            # record holding the question (or a quoted part) word for word. A common probe's
-            # list is only what it shares with those: ranking all its matches would cost more
-            # than the dense query, for a list that mostly repeats the dense order.
-            chosen = {i for p, ids in zip(found, holding, strict=True)
-                      if len(ids) < n or p.kind in ("quoted", "phrase") for i in ids}
-            ranked = pool.submit(self.by_ids, vector, sorted(chosen), m)
-            dense = self.dense([vector], n)[0]
-            matched = ranked.result()
-            full = [len(ids) >= n for ids in holding]
+        texts = sent.result() if sent is not None else self.matches(found)
+        folded = {i: hybrid.fold(t) for i, t in texts.items()}
+        holding = [[i for i, t in texts.items() if hybrid.contains(p, t, folded[i])] for p in found]
+        # Ranked by vector: every record of a rare probe (fewer matches than n) and every
+        # record holding the question (or a quoted part) word for word. A common probe's
+        # list is only what it shares with those: ranking all its matches would cost more
+        # than the dense query, for a list that mostly repeats the dense order.
+        chosen = {i for p, ids in zip(found, holding, strict=True)
+                  if len(ids) < n or p.kind in ("quoted", "phrase") for i in ids}
+        ranked = pool.submit(self.by_ids, vector, sorted(chosen), m)
+        dense = self.dense([vector], n)[0]
+        matched = ranked.result()
+        full = [len(ids) >= n for ids in holding]
         lists = [dense] + [[h for h in matched if hybrid.contains(p, h["document"])][:n] for p in found]
         by_id: dict[str, Hit] = {}
         for hits in lists:
@@ -259,9 +252,8 @@ def query_collection(
             ThreadPoolExecutor(max_workers=2, thread_name_prefix="fc-rank") as rank_pool,
         ):
             # The full-text requests need no vector: they run while the questions are embedded.
-            early = mode == "hybrid" and cloud_search.search_supported(resolved.collection) is not True
             n = _fetch_size(k, distinct)
-            found = [hybrid.probes(q, limit=hybrid.MAX_PROBES) for q in questions] if early else []
+            found = [hybrid.probes(q, limit=hybrid.MAX_PROBES) for q in questions] if mode == "hybrid" else []
             sent: list[Future[dict[str, str]] | None] = [None] * len(questions)
             for index, probed in enumerate(found):  # the full-text requests go out first
                 sent[index] = text_pool.submit(search.matches, probed)
