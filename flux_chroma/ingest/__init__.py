@@ -1,15 +1,10 @@
 """Replayable ingestion jobs: reference-driven, batch-checkpointed, crash-resumable, incremental.
 
-* :class:`IngestJob`: the small JSON-able job spec (sources by reference, never documents).
-* :func:`run_ingest`, :func:`run_ingest_tenants`: run inline with deterministic execution
-  ids: resume a crashed run, re-run a failed one replaying its committed batches.
-* Workflows ``ingest_job``, ``ingest_tenants`` and ``migrate_collection`` (namespace
-  ``flux-chroma``), and the building blocks for your own: :func:`ingest_steps` and the
-  tasks ``plan_ingest``, ``ingest_batch``, ``cleanup_ingest``.
-* :func:`register_loader`: custom source kinds. :func:`split_text`, :func:`chunk_id`:
-  deterministic chunking.
-* :func:`run_migration`: re-embed a tenant's collection with a new model into a new
-  collection, verify it, then switch readers through an alias.
+Run a job inline with :func:`run_ingest` (deterministic execution ids: a crashed run resumes,
+a failed one re-runs replaying its committed batches), or as the Flux workflows ``ingest_job``,
+``ingest_tenants`` and ``migrate_collection`` (namespace ``flux-chroma``); build your own from
+:func:`ingest_steps` and the tasks. :func:`run_migration` re-embeds a collection with a new
+model and switches readers through an alias.
 """
 
 from flux_chroma.ingest.batch import cleanup_ingest, ingest_batch, plan_ingest

@@ -1,20 +1,12 @@
 """Cluster units: a ``parallel`` job on a Flux worker runs its units as child executions.
 
-The job (on a Flux worker) starts each unit as an execution of ``flux-chroma/ingest_unit``
-through its Flux server, at most ``parallel`` at a time, and waits for it. Both steps are
-Flux tasks, hence checkpoints: a resumed job waits for the SAME child and replays its receipts.
-
-* Starting: ``flux.tasks.call(..., mode="async")`` with Flux's own retry options, so a Flux
-  server restart is ridden out for at least ``unit_timeout`` seconds (delays 1, 2, 4 ... s).
-* Waiting (:func:`await_unit`): a status call at intervals growing to 1 s, and every
-  ``min(unit_timeout / 4, 15)`` s a read of the child's event log (the summary carries no event
-  count). Progress is a new state, worker or event. No progress for ``unit_timeout`` s: the
-  child is cancelled and the job fails naming it (re-submit; committed batches are skipped).
-  No answer from the Flux server for ``unit_timeout`` s: the job fails naming the server.
-* A dead worker is Flux's to handle: it unclaims the worker's executions after
-  ``heartbeat_timeout + eviction_grace_period`` (60 s by default) and the new run of the same
-  child replays its finished batches; the job keeps waiting (keep ``unit_timeout`` above that).
-* Once a unit has failed, units not yet started are not started: the job fails anyway.
+Each unit is an execution of ``flux-chroma/ingest_unit``, started through the Flux server (at
+most ``parallel`` at a time) and awaited; both steps are Flux tasks, so a resumed job waits for
+the SAME child and replays its receipts. No progress (new state, worker or event) for
+``unit_timeout`` s cancels the child and fails the job; so does no answer from the Flux server
+for that long. A dead worker is Flux's to handle: it unclaims the child after
+``heartbeat_timeout + eviction_grace_period`` (60 s by default), so keep ``unit_timeout`` above
+that. Once a unit has failed, units not yet started are not started.
 """
 
 from __future__ import annotations
@@ -37,7 +29,6 @@ __all__ = ["UNIT_WORKFLOW", "DEFAULT_UNIT_TIMEOUT", "await_unit", "check_dispatc
 UNIT_WORKFLOW = "flux-chroma/ingest_unit"
 DEFAULT_UNIT_TIMEOUT = 600.0
 """Seconds a unit may show no progress (or the Flux server no answer) before the job fails."""
-_TERMINAL = {"COMPLETED", "FAILED", "CANCELLED"}
 _RESUBMIT = "then submit the job again (committed batches are skipped)."
 
 
@@ -48,8 +39,7 @@ def _server_url() -> str:
 
 
 async def _check_dispatch() -> dict[str, Any]:
-    """Check, once per job, that a Flux server answers at ``FLUX_WORKERS__SERVER_URL`` and has
-    ``flux-chroma/ingest_unit`` registered.
+    """Check that a Flux server answers at this worker's URL and has the unit workflow.
 
     Raises:
         ConfigurationError: No Flux server answers, or the unit workflow is not registered.
@@ -81,8 +71,10 @@ async def _check_dispatch() -> dict[str, Any]:
 
 
 def error_from_output(output: Any, context: str) -> FluxChromaError:
-    """Rebuild a child's failure (``{"type", "message"}`` after Flux's JSON hop) as a typed error:
-    the flux-chroma error of that name when there is one, else :class:`FluxChromaError`."""
+    """Rebuild a child's failure (``{"type", "message"}`` after Flux's JSON hop) as a typed error.
+
+    The flux-chroma error of that name when there is one, else :class:`FluxChromaError`.
+    """
     name, message = (str(output.get("type") or ""), str(output.get("message") or output)) if isinstance(output, dict) else ("", str(output))
     cls = getattr(fc_errors, name, None)
     if not (isinstance(cls, type) and issubclass(cls, FluxChromaError)):
@@ -95,10 +87,12 @@ def error_from_output(output: Any, context: str) -> FluxChromaError:
 async def _await_unit(execution_id: str, unit: int, unit_timeout: float) -> dict[str, Any]:
     """Wait for one unit's child execution; its output (the unit's receipts).
 
+    Polls its status (intervals growing to 1 s) and, every ``min(unit_timeout / 4, 15)`` s,
+    its event log (the summary carries no event count).
+
     Raises:
-        FluxChromaError: The child failed or was cancelled (its own error class and message),
-            made no progress for ``unit_timeout`` s (then it is cancelled), or the Flux server
-            did not answer for ``unit_timeout`` s.
+        FluxChromaError: The child failed or was cancelled (as its own error class), made no
+            progress for ``unit_timeout`` s (it is cancelled), or the server was silent as long.
     """
     from flux.client import FluxClient
 
@@ -132,7 +126,7 @@ async def _await_unit(execution_id: str, unit: int, unit_timeout: float) -> dict
                 for receipt in output.get("receipts", []):
                     await send_progress({"phase": "batch", "status": "done", "unit": unit, **receipt})
                 return output
-            if state in _TERMINAL:
+            if state in ("FAILED", "CANCELLED"):
                 raise error_from_output(execution.get("output"), f"unit {unit} (execution {execution_id} on {worker}) ended {state}")
             if detailed:
                 read_events, events = now, len(execution.get("events") or ())
@@ -155,13 +149,7 @@ await_unit: Any = task.with_options(name="await_unit")(_await_unit)
 
 
 async def _start(payload: dict[str, Any], unit_timeout: float) -> str:
-    """Start a unit's child execution (``flux.tasks.call``, async); its execution id.
-
-    Flux retries the call (delays 1, 2, 4 ... s: at least ``unit_timeout`` s in all).
-
-    Raises:
-        FluxChromaError: The retries ran out (names the Flux server and the last error).
-    """
+    """Start a unit's child execution; its id. Flux retries (1, 2, 4 ... s) for ``unit_timeout`` s."""
     from flux.tasks.call import call
 
     retries = max(1, math.ceil(math.log2(unit_timeout + 1)))
@@ -188,9 +176,7 @@ async def dispatch_units(
         job: The job spec the tasks receive (:meth:`IngestJob.work_dict`).
         collection: The collection to write (the plan's).
         units: From :func:`~flux_chroma.ingest.units.shard`.
-        parallel: Child executions in flight at once.
-        unit_timeout: Seconds without progress (or without an answer from the Flux server)
-            before the job fails.
+        unit_timeout: Seconds without progress (or an answer from the Flux server) before failing.
 
     Returns:
         ``(receipts in batch order, (first batch of the earliest failed unit, its error) or None)``.
@@ -207,16 +193,10 @@ async def dispatch_units(
         except BaseException:
             failed.set()
             raise
-        receipts: list[dict[str, Any]] = output["receipts"]
-        return receipts
+        return list(output["receipts"])
 
     results = await bounded_gather([run(unit) for unit in units], parallel)
-    receipts: list[dict[str, Any]] = []
-    failure: tuple[dict[str, Any], BaseException] | None = None
-    for unit, result in zip(units, results, strict=True):
-        if isinstance(result, BaseException):
-            failure = failure or (unit["batches"][0], result)
-        else:
-            receipts.extend(result)
-    receipts.sort(key=lambda r: int(r["batch"]))
-    return receipts, failure
+    pairs = zip(units, results, strict=True)
+    failures = [(unit["batches"][0], r) for unit, r in pairs if isinstance(r, BaseException)]
+    done = [receipt for r in results if not isinstance(r, BaseException) for receipt in r]
+    return sorted(done, key=lambda r: int(r["batch"])), (failures[0] if failures else None)

@@ -35,13 +35,12 @@ def ingest_execution_id(job: IngestJob | Mapping[str, Any], run: int = 1) -> str
 def run_ingest(job: IngestJob | Mapping[str, Any], *, on_progress: Progress | None = None) -> ExecutionContext[Any]:
     """Run an ingestion job inline, resuming or re-running it as needed.
 
-    The latest run of the job (same job key) is resumed when its process died, re-run
-    with its completed batches replayed when it failed, or followed by a fresh run
-    (an incremental sync) when it completed. See :mod:`flux_chroma.ingest.jobs`.
+    The latest run of the job (same job key) is resumed when its process died, re-run with
+    its completed batches replayed when it failed, or followed by a fresh run (an incremental
+    sync) when it completed (see :mod:`flux_chroma.ingest.jobs`).
 
     Args:
-        job: The job spec (dict or :class:`IngestJob`). Its ``key`` (default: a digest of
-            the spec) decides the execution ids.
+        job: The job spec. Its ``key`` (default: a digest of the spec) decides the execution ids.
         on_progress: Called with every progress value (``{"phase": "planned"|"batch"|
             "cleanup", ...}``), in the workflow's thread.
 
@@ -55,8 +54,7 @@ def run_ingest(job: IngestJob | Mapping[str, Any], *, on_progress: Progress | No
         InvalidDocumentError: A malformed record or undecodable file.
         SourceChangedError: A source is missing.
 
-    The three content errors are found while computing the corpus digest, before an
-    execution is created or anything is written.
+    The content errors are raised before an execution is created or anything is written.
     """
     spec = IngestJob.from_dict(job)
     digest = corpus_digest(spec)
@@ -73,13 +71,11 @@ def run_ingest_tenants(
 ) -> ExecutionContext[Any]:
     """Run several tenants' jobs in one workflow, at most ``max_concurrent`` at a time.
 
-    Each job writes into its own tenant's namespace with its own pin. When one tenant's
-    job fails, the others still finish; the execution then fails, and running it again
-    replays the finished work and resumes the failed job.
+    When one tenant's job fails, the others still finish; the execution then fails, and
+    running it again replays the finished work and resumes the failed job.
 
     Args:
         jobs: Job specs (one per tenant/collection).
-        max_concurrent: Jobs running at once.
         key: Job key of the fan-out (default: a digest of the specs).
         on_progress: Progress callback (values carry ``tenant``).
 

@@ -1,14 +1,10 @@
 """Units: shards of consecutive batches, the pieces a ``parallel`` job runs at once.
 
-A plan's batch references are cut into units of consecutive batches. Inline (``run_ingest``,
-the CLI), up to ``parallel`` units run concurrently inside the one workflow, each writing its
-batches in order (every batch is still its own replay checkpoint). On a Flux worker, each
-unit becomes one child execution (see :mod:`flux_chroma.ingest.dispatch`).
-
-The unit size is a trade-off measured in ``docs/benchmarks.md``: a child execution costs a
-dispatch round trip, so units hold several batches, but enough units are cut (about
-:data:`UNITS_PER_SLOT` per slot) that a slow or restarted unit does not leave the other
-slots idle at the end of a job.
+Inline, up to ``parallel`` units run concurrently in the one workflow, each writing its batches
+in order (every batch is still a replay checkpoint); on a Flux worker each unit is a child
+execution (:mod:`flux_chroma.ingest.dispatch`). Size trade-off (``docs/benchmarks.md``): a child
+costs a dispatch round trip, so units hold several batches, yet about :data:`UNITS_PER_SLOT` per
+slot are cut so a slow unit does not leave the other slots idle at the end of a job.
 """
 
 from __future__ import annotations
@@ -27,30 +23,17 @@ MAX_UNIT_BATCHES = 16
 """Largest unit, in batches (bounds the work a lost unit repeats)."""
 
 WriteBatch = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
-"""Writes one batch reference and returns its receipt."""
 
 
 def unit_size(batches: int, parallel: int) -> int:
-    """Batches per unit for a plan of ``batches`` batches run ``parallel`` units at a time.
-
-    Args:
-        batches: Batches in the plan.
-        parallel: Units in flight at once.
-
-    Returns:
-        At least 1, at most :data:`MAX_UNIT_BATCHES`.
-    """
+    """Batches per unit (1 to :data:`MAX_UNIT_BATCHES`) for a plan run ``parallel`` units at a time."""
     if parallel <= 1 or batches <= 1:
         return max(1, batches)
     return max(1, min(MAX_UNIT_BATCHES, math.ceil(batches / (parallel * UNITS_PER_SLOT))))
 
 
 def shard(batches: list[dict[str, Any]], parallel: int) -> list[dict[str, Any]]:
-    """Cut batch references into units of consecutive batches.
-
-    Args:
-        batches: ``plan["batches"]``, in plan order.
-        parallel: Units in flight at once.
+    """Cut ``plan["batches"]`` into units of consecutive batches.
 
     Returns:
         ``[{"unit": i, "of": n, "batches": [ref, ...]}, ...]`` (JSON-able, in plan order).
@@ -63,9 +46,8 @@ def shard(batches: list[dict[str, Any]], parallel: int) -> list[dict[str, Any]]:
 async def bounded_gather(coros: list[Awaitable[Any]], max_concurrent: int) -> list[Any]:
     """Await coroutines with at most ``max_concurrent`` running; exceptions are returned.
 
-    Unlike ``flux.tasks.parallel`` (itself a task, whose completed output would be replayed
-    as a whole), each branch's own tasks are the checkpoints: a branch that failed is
-    retried on the next run while the finished branches replay.
+    Unlike ``flux.tasks.parallel`` (a task, replayed as a whole), each branch's own tasks are
+    the checkpoints: a failed branch is retried on the next run, the finished ones replay.
     """
     semaphore = asyncio.Semaphore(max_concurrent)
 
@@ -86,8 +68,7 @@ class UnitFailure(Exception):
 
 
 async def _run_unit(unit: dict[str, Any], write: WriteBatch, receipts: list[dict[str, Any]]) -> None:
-    refs = unit["batches"]
-    for ref in refs:
+    for ref in unit["batches"]:
         try:
             receipts.append(await write(ref))
         except Exception as exc:  # noqa: BLE001 - reported with the job's progress by the caller
@@ -97,14 +78,12 @@ async def _run_unit(unit: dict[str, Any], write: WriteBatch, receipts: list[dict
 async def run_units_inline(units: list[dict[str, Any]], write: WriteBatch, parallel: int) -> tuple[list[dict[str, Any]], UnitFailure | None]:
     """Run units in this process, at most ``parallel`` at once, each unit's batches in order.
 
-    A failing unit stops at its failing batch; the other units run to their end, so
-    their batches are committed (and replay on the next run).
+    A failing unit stops at its failing batch; the other units run to their end (their
+    batches commit and replay on the next run).
 
     Args:
         units: From :func:`shard`.
-        write: Writes one batch reference (an ``ingest_batch`` task call) and returns its
-            receipt; called with the reference and the one after it in the unit (or None).
-        parallel: Units in flight at once.
+        write: Writes one batch reference (an ``ingest_batch`` task call); returns its receipt.
 
     Returns:
         ``(receipts in batch order, the failure of the earliest failing batch or None)``.
@@ -112,12 +91,8 @@ async def run_units_inline(units: list[dict[str, Any]], write: WriteBatch, paral
     receipts: list[dict[str, Any]] = []
     results = await bounded_gather([_run_unit(u, write, receipts) for u in units], parallel)
     receipts.sort(key=lambda r: int(r["batch"]))
-    failures: list[UnitFailure] = []
     for result in results:
-        if isinstance(result, UnitFailure):
-            failures.append(result)
-        elif isinstance(result, BaseException):
+        if isinstance(result, BaseException) and not isinstance(result, UnitFailure):
             raise result
-    if not failures:
-        return receipts, None
-    return receipts, min(failures, key=lambda f: int(f.ref["batch"]))
+    failures = [r for r in results if isinstance(r, UnitFailure)]
+    return receipts, min(failures, key=lambda f: int(f.ref["batch"]), default=None)
