@@ -1,12 +1,7 @@
 """Embedding functions, fingerprints and the host-wide embedding cache of flux-chroma.
 
-* :class:`FastDefaultEmbedding`: Chroma's default model (all-MiniLM-L6-v2), loaded once per
-  process and batched; same vectors (within 1e-5) and same identity (``"default"``).
-* :func:`ensure_model_available`: fail fast (never retried) when a local model is missing.
-* :func:`ef_identity`, :func:`compute_fingerprint`, :class:`Fingerprint`,
-  :func:`fingerprints_match`: what pins a collection to an embedding function.
-* :class:`EmbeddingCache`: vectors shared by every worker process on a host.
-* :class:`CachingEmbedder`: embed through the cache, with validation and truncation counts.
+:class:`FastDefaultEmbedding` gives Chroma's default model's vectors (within 1e-5) and identity
+(``"default"``), loaded once per process and batched.
 """
 
 from __future__ import annotations

@@ -1,34 +1,18 @@
 """A host-wide, process-safe embedding cache on diskcache (SQLite).
 
-Every worker process on a host opens the same folder; SQLite serialises writers. Entries are
-keyed ``f"{namespace}:{sha256(text)}"``, where the namespace
-(:func:`~flux_chroma.embedding.identity.cache_namespace`) hashes the embedding function's
-``name()``, its whole ``get_config()`` and its fingerprint digest, so two embedding functions
-never share vectors, not even two that agree on the short fingerprint texts and differ on long
-ones (another truncation length). A function without a usable ``get_config()`` has no
-namespace and is never cached. Keys of earlier versions (the bare fingerprint digest) are
-simply never looked up again; LRU eviction removes them.
-
-Values are raw bytes, never pickles::
+Every worker process on a host opens the same folder; SQLite serialises writers. Keys are
+``f"{namespace}:{sha256(text)}"``, the namespace being
+:func:`~flux_chroma.embedding.identity.cache_namespace` (name, whole config and fingerprint),
+so two embedding functions never share vectors. Values are raw bytes, never pickles::
 
     b"FCE2" | dimension (uint32 LE) | tokens (uint32 LE) | check (16 bytes) | float32 LE payload
 
-``tokens`` is the text's token count before truncation (``0xFFFFFFFF`` when unknown), so a
-cache hit needs no tokenizer pass to report truncation. Entries written by earlier versions
-(``b"FCE1"``, no token count) are still read, with the count unknown.
-
-``check`` is the first 16 bytes of SHA-256 over the key, magic, dimension, token count and
-payload, so a
-flipped byte, a truncated value, a value copied under another key or a wrong dimension is a
-miss (and is overwritten by the next ``set_many``), never an exception or a wrong vector. The
-check is not a MAC: whoever can write the folder can plant vectors, so keep it private to the
-worker user (it is created mode 0700).
-
-:class:`SafeDisk` refuses every storage mode except raw bytes in SQLite: a row tampered to
-"pickle" mode is a miss, never unpickled, and file paths from the database are never opened
-or deleted. Any cache failure (locked or corrupt database, full disk) degrades to misses and
-is logged; the cache can never fail an embedding call. A database locked by another process
-(a backup tool, a ``sqlite3`` shell) is waited for at most :data:`BUSY_TIMEOUT` seconds.
+``tokens`` is the text's token count before truncation (``0xFFFFFFFF``: unknown), so a hit needs
+no tokenizer pass; older ``b"FCE1"`` entries (no count) are still read. ``check`` is SHA-256 over
+key, magic, dimension, count and payload: a flipped byte, truncation, a value under another key
+or a wrong dimension is a miss, never a wrong vector. It is not a MAC: whoever can write the
+folder can plant vectors, so it is created mode 0700. Any cache failure degrades to logged
+misses; the cache can never fail an embedding call.
 """
 
 from __future__ import annotations
@@ -87,7 +71,7 @@ class CacheStats:
         hits: Valid entries returned.
         misses: Keys not found (or rejected).
         rejected: Entries found but invalid (tampered, truncated, wrong dimension or mode).
-        errors: Cache operations that failed and were treated as misses / skipped writes.
+        errors: Cache operations that failed (treated as misses / skipped writes).
     """
 
     hits: int = 0
@@ -113,16 +97,7 @@ def _check(key: str, dimension: int, payload: bytes, tokens: int | None = _NO_TO
 
 
 def encode_entry(key: str, vector: npt.ArrayLike, tokens: int | None = None) -> bytes:
-    """Encode one vector (and its text's token count) as a cache value.
-
-    Args:
-        key: The cache key (bound into the checksum).
-        vector: A 1-D vector.
-        tokens: The text's token count before truncation, or None when unknown.
-
-    Returns:
-        Header plus float32 little-endian payload.
-    """
+    """Encode one vector and its text's token count (None: unknown) as a value for ``key``."""
     array = np.ascontiguousarray(np.asarray(vector, dtype="<f4").reshape(-1))
     payload = array.tobytes()
     count = _NO_TOKENS if tokens is None or not 0 <= tokens < _NO_TOKENS else int(tokens)
@@ -133,51 +108,24 @@ def encode_entry(key: str, vector: npt.ArrayLike, tokens: int | None = None) -> 
 def decode_full(
     key: str, value: Any, dimension: int
 ) -> tuple[npt.NDArray[np.float32], int | None] | None:
-    """Decode a cache value into its vector and token count, or None when it is invalid.
-
-    Args:
-        key: The cache key the value was read under.
-        value: Whatever the cache returned.
-        dimension: The expected vector length.
-
-    Returns:
-        ``(writable float32 vector, token count or None)``, or None (invalid, tampered,
-        truncated, wrong dimension).
-    """
+    """Decode a value read under ``key``: ``(float32 vector, tokens or None)``, None if invalid."""
     if not isinstance(value, bytes):
         return None
     if value[:4] == _MAGIC and len(value) == _HEAD.size + 4 * dimension:
         _, dim, count, check = _HEAD.unpack_from(value)
         payload = value[_HEAD.size :]
         tokens: int | None = None if count == _NO_TOKENS else count
-        if check != _check(key, dim, payload, count):
-            return None
+        expected = _check(key, dim, payload, count)
     elif value[:4] == _MAGIC_V1 and len(value) == _HEAD_V1.size + 4 * dimension:
         _, dim, check = _HEAD_V1.unpack_from(value)
         payload, tokens = value[_HEAD_V1.size :], None
-        if check != _check(key, dim, payload, None):
-            return None
+        expected = _check(key, dim, payload, None)
     else:
         return None
-    if dim != dimension:
+    if check != expected or dim != dimension:
         return None
     vector = np.frombuffer(payload, dtype="<f4").astype(np.float32)
     return (vector, tokens) if bool(np.isfinite(vector).all()) else None
-
-
-def decode_entry(key: str, value: Any, dimension: int) -> npt.NDArray[np.float32] | None:
-    """Decode a cache value, or return None when it is not a valid entry for ``key``.
-
-    Args:
-        key: The cache key the value was read under.
-        value: Whatever the cache returned.
-        dimension: The expected vector length.
-
-    Returns:
-        A writable float32 vector, or None (invalid, tampered, truncated, wrong dimension).
-    """
-    entry = decode_full(key, value, dimension)
-    return None if entry is None else entry[0]
 
 
 class EmbeddingCache:
@@ -187,8 +135,8 @@ class EmbeddingCache:
         directory: Cache folder; default from :func:`default_cache_dir`.
         size_limit: Bytes before least-recently-used entries are evicted (default 2 GiB).
 
-    A cache that cannot be opened (corrupt database, unwritable folder) logs a warning and
-    behaves as an empty cache; opening is retried 30 s later.
+    A cache that cannot be opened logs a warning and behaves as empty; opening is retried 30 s
+    later.
     """
 
     def __init__(
@@ -242,31 +190,13 @@ class EmbeddingCache:
     def get_many(
         self, namespace: str, texts: Sequence[str], dimension: int
     ) -> list[npt.NDArray[np.float32] | None]:
-        """Look texts up.
-
-        Args:
-            namespace: The embedding function's cache namespace (see the module docstring).
-            texts: The texts.
-            dimension: The expected vector length.
-
-        Returns:
-            One float32 vector or None (miss) per text, in order.
-        """
+        """Look texts up: one float32 vector or None (miss) per text, in order."""
         return [None if e is None else e[0] for e in self.lookup(namespace, texts, dimension)]
 
     def lookup(
         self, namespace: str, texts: Sequence[str], dimension: int
     ) -> list[tuple[npt.NDArray[np.float32], int | None] | None]:
-        """Look texts up, with the token counts stored beside their vectors.
-
-        Args:
-            namespace: The embedding function's cache namespace (see the module docstring).
-            texts: The texts.
-            dimension: The expected vector length.
-
-        Returns:
-            One ``(vector, token count or None)`` or None (miss) per text, in order.
-        """
+        """Look texts up: one ``(vector, token count or None)`` or None (miss) per text."""
         result: list[tuple[npt.NDArray[np.float32], int | None] | None] = [None] * len(texts)
         cache = self._open() if texts else None
         if cache is None:
@@ -305,10 +235,10 @@ class EmbeddingCache:
         """Store vectors (overwriting any entry, valid or not), in one transaction.
 
         Args:
-            namespace: The embedding function's cache namespace (see the module docstring).
+            namespace: The embedding function's cache namespace.
             texts: The texts.
             vectors: One vector per text (a 2-D array or a list of 1-D arrays).
-            tokens: Optional token count per text (before truncation), stored beside it.
+            tokens: Optional token count per text (before truncation).
 
         Raises:
             ValueError: ``texts``, ``vectors`` and ``tokens`` differ in length.
@@ -331,7 +261,7 @@ class EmbeddingCache:
             log.warning("embedding cache %s write skipped (%s)", self.directory, exc)
 
     def close(self) -> None:
-        """Close this process' database connection (the cache can be reopened by using it)."""
+        """Close this process' database connection (using the cache reopens it)."""
         with self._lock:
             if self._cache is not None and self._pid == os.getpid():
                 self._cache.close()

@@ -24,11 +24,10 @@ __all__ = ["BUSY_TIMEOUT", "BoundedCache", "SafeDisk"]
 _SELECT_CHUNK = 500  # keys per SELECT (SQLite's limit on bound variables is far above)
 
 BUSY_TIMEOUT = 0.25
-"""Seconds the cache waits for SQLite's lock before treating a lookup as misses / skipping a store.
+"""Seconds the cache waits for SQLite's lock before a lookup misses / a store is skipped.
 
-diskcache's defaults wait 60 s for the lock, and retry statements of its opening for another
-60 s: a backup tool or a ``sqlite3`` shell holding ``BEGIN EXCLUSIVE`` on ``cache.db`` stalled
-a 5-document write for 121 s. The cache is an optimisation; it must never be what a task waits on.
+With diskcache's 60 s defaults, a ``sqlite3`` shell holding ``BEGIN EXCLUSIVE`` on ``cache.db``
+stalled a 5-document write for 121 s; the cache must never be what a task waits on.
 """
 _REFUSED = object()  # what SafeDisk returns instead of a non-raw value
 
@@ -36,47 +35,24 @@ _REFUSED = object()  # what SafeDisk returns instead of a non-raw value
 class SafeDisk(diskcache.Disk):  # type: ignore[misc]
     """A diskcache ``Disk`` that only ever reads raw values stored inside SQLite.
 
-    Pickled keys or values, values in files and text files are refused (read as a miss);
-    ``remove`` ignores paths outside the cache folder. Our values are small bytes, which
-    diskcache stores raw in SQLite (``disk_min_file_size`` is set above any vector size).
+    Pickled keys or values and values in files are read as misses; ``remove`` ignores paths
+    outside the cache folder. Our values are small bytes, stored raw in SQLite.
     """
 
     def get(self, key: Any, raw: bool) -> Any:
-        """Return a raw key; a pickled key is never unpickled.
-
-        Args:
-            key: The database key.
-            raw: Whether the key is stored raw.
-
-        Returns:
-            The key, or a placeholder for a pickled key.
-        """
+        """Return a raw key, or a placeholder for a pickled key (never unpickled)."""
         if not raw:
             return _REFUSED
         return super().get(key, raw)
 
     def fetch(self, mode: int, filename: str | None, value: Any, read: bool) -> Any:
-        """Return a raw value; every other mode (pickle, file, text) gives a placeholder.
-
-        Args:
-            mode: diskcache storage mode of the row.
-            filename: File name of the row (never opened).
-            value: The database value.
-            read: Whether a file handle was requested (never honoured).
-
-        Returns:
-            ``bytes`` for a raw row, else a placeholder that the cache treats as a miss.
-        """
+        """Return a raw row's ``bytes``, else a placeholder read as a miss (files never opened)."""
         if mode != diskcache.core.MODE_RAW or read:
             return _REFUSED
         return bytes(value) if isinstance(value, (bytes, bytearray, memoryview)) else _REFUSED
 
     def remove(self, file_path: str) -> None:
-        """Remove a value file, but only inside the cache folder.
-
-        Args:
-            file_path: Path relative to the cache folder.
-        """
+        """Remove a value file, but only inside the cache folder."""
         root = os.path.realpath(disk_directory(self))
         target = os.path.realpath(os.path.join(root, file_path))
         if os.path.commonpath([root, target]) == root and target != root:
@@ -101,26 +77,21 @@ def _within_busy_timeout(sql: Any) -> Any:
 
 @retry_cache_statements(_within_busy_timeout)
 class BoundedCache(diskcache.Cache):  # type: ignore[misc]
-    """diskcache's ``Cache`` whose opening statements give up on a busy database after
-    :data:`BUSY_TIMEOUT` instead of retrying them for 60 s, with lock-free batch reads.
+    """diskcache's ``Cache`` giving up on a busy database after :data:`BUSY_TIMEOUT` (not 60 s),
+    with lock-free batch reads.
 
-    diskcache's ``get`` under the least-recently-used policy runs each read in a write
-    transaction (to update the row's access time). Concurrent readers then queue for SQLite's
-    write lock, and one that waits past :data:`BUSY_TIMEOUT` loses its whole batch to misses.
-    :meth:`read_many` reads with plain SELECTs (the database is in WAL mode, where readers never
-    wait for a writer) and :meth:`touch` updates access times afterwards only if the write lock
-    is free at that moment: under contention the LRU order is approximate, never the hits.
+    diskcache's LRU ``get`` reads inside a write transaction, so concurrent readers queue for the
+    write lock and lose whole batches to misses. :meth:`read_many` uses plain SELECTs (WAL mode:
+    readers never wait) and :meth:`touch` updates access times only if the write lock is free:
+    under contention the LRU order is approximate, never the hits.
     """
 
     def read_many(self, keys: Sequence[str]) -> tuple[list[Any], list[int]]:
-        """Read the stored values of string keys without taking the write lock.
-
-        Args:
-            keys: The keys (stored raw, as diskcache stores ``str`` keys).
+        """Read the values of ``str`` keys without the write lock.
 
         Returns:
-            The value per key, in order (``None`` if absent or expired; what :class:`SafeDisk`
-            returns otherwise), and the row ids of the rows found.
+            The value per key, in order (``None`` if absent or expired, else what
+            :class:`SafeDisk` returns), and the row ids of the rows found.
         """
         found: dict[str, tuple[int, Any]] = {}
         now = time.time()
@@ -138,15 +109,7 @@ class BoundedCache(diskcache.Cache):  # type: ignore[misc]
         return values, [rowid for rowid, _ in found.values()]
 
     def touch(self, rowids: Sequence[int]) -> bool:
-        """Set the access time of rows to now, only if the write lock is free right now.
-
-        Args:
-            rowids: Row ids from :meth:`read_many`.
-
-        Returns:
-            Whether the access times were updated (``False`` when another connection writes,
-            or the database cannot be written).
-        """
+        """Set the access time of rows to now if the write lock is free; return whether it was."""
         if not rowids:
             return True
         con = cache_connection(self)

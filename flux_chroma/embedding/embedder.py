@@ -69,15 +69,12 @@ class CachingEmbedder:
 
     Args:
         ef: Any Chroma embedding function (called with a list of strings).
-        cache: Optional host-wide :class:`EmbeddingCache`. Used only when ``ef`` states its
-            whole identity (``name()`` and a ``get_config()`` dict): entries are keyed by
-            :func:`~flux_chroma.embedding.identity.cache_namespace` (name, config and this
-            digest). A function without one is never cached (a warning says so once per
-            embedder): its settings are invisible, so it could be served another
-            configuration's vectors.
-        digest: The fingerprint digest in the cache namespace. Pass the collection pin's
-            digest (after checking the pin with ``fingerprints_match``) so every worker
-            shares one namespace. Default: the digest of ``compute_fingerprint(ef)``.
+        cache: Optional host-wide :class:`EmbeddingCache`, used only when ``ef`` states its
+            whole identity (``name()`` and a ``get_config()`` dict; otherwise a warning says
+            once that it is not cached, as it could be served another configuration's vectors).
+        digest: The fingerprint digest in the cache namespace: pass the collection pin's
+            (after checking it with ``fingerprints_match``) so every worker shares one
+            namespace. Default: the digest of ``compute_fingerprint(ef)``.
         dimension: Required vector length. Default: ``compute_fingerprint(ef).dimension``.
         count_tokens: Count texts beyond the token limit when the function's tokenizer is
             known (costs one extra tokenizer pass, no model run).
@@ -111,10 +108,7 @@ class CachingEmbedder:
         return f"CachingEmbedder(ef={type(self.ef).__name__}, cache={self.cache!r})"
 
     def _namespace(self) -> tuple[str | None, int]:
-        """The cache namespace (None: never cached) and the dimension.
-
-        ``ef`` is fingerprinted only when the digest or the dimension was not given.
-        """
+        """The cache namespace (None: never cached) and dimension, fingerprinting if unknown."""
         if self._digest is None or self._dimension is None:
             fingerprint = compute_fingerprint(self.ef)
             if self._digest is None:
@@ -160,12 +154,6 @@ class CachingEmbedder:
     def embed(self, texts: Sequence[str]) -> EmbedResult:
         """Embed texts, serving repeats from the cache and embedding each distinct text once.
 
-        Args:
-            texts: The texts (strings; may be empty).
-
-        Returns:
-            The vectors and counters.
-
         Raises:
             InvalidDocumentError: A text is not a string, or the function returned a vector of
                 the wrong dimension or with NaN/inf values (the message names the position).
@@ -189,7 +177,13 @@ class CachingEmbedder:
                 fresh = self._counter.token_counts([unique[u] for u in uncounted])
                 for u, n in zip(uncounted, fresh, strict=True):
                     counts[u] = n
-                self._store_counts(namespace, uncounted, unique, found, counts)
+                # Hits cached without a count (older entries) are rewritten with it.
+                older = [u for u in uncounted if found[u] is not None]
+                if self.cache is not None and namespace is not None and older:
+                    rows = [v for v in (found[u] for u in older) if v is not None]
+                    self.cache.set_many(
+                        namespace, [unique[u] for u in older], rows, [counts[u] for u in older]
+                    )
         seconds = 0.0
         if todo:
             todo_texts = [unique[u] for u in todo]
@@ -221,22 +215,6 @@ class CachingEmbedder:
             truncated_indices=truncated,
             truncation_checked=self._counter is not None,
         )
-
-    def _store_counts(
-        self,
-        namespace: str | None,
-        uncounted: list[int],
-        unique: list[str],
-        found: list[npt.NDArray[np.float32] | None],
-        counts: list[int | None],
-    ) -> None:
-        """Rewrite hits cached without a token count (older entries) with the count added."""
-        older = [u for u in uncounted if found[u] is not None]
-        if self.cache is not None and namespace is not None and older:
-            rows = [v for v in (found[u] for u in older) if v is not None]
-            self.cache.set_many(
-                namespace, [unique[u] for u in older], rows, [counts[u] for u in older]
-            )
 
     def _compute(self, texts: list[str]) -> list[Any]:
         try:

@@ -1,24 +1,12 @@
 """A fast, drop-in replacement for Chroma's default embedding function.
 
-Chroma's ``DefaultEmbeddingFunction`` (ONNX ``all-MiniLM-L6-v2``) builds a new ONNX session on
-every call and pads every text to 256 tokens. :class:`FastDefaultEmbedding` runs the same model
-with the same tokenizer, truncation (256 tokens), masked mean pooling and L2 normalisation, but
-
-* loads the ONNX session and tokenizer once per process (thread-safe, keyed by model folder
-  and thread count; :mod:`~flux_chroma.embedding.onnx_session`),
-* sorts texts by token length and pads each batch only to its longest text,
-* cuts batches of long texts smaller, so one ONNX run's attention buffers stay within
-  :data:`~flux_chroma.embedding.onnx_session.ATTENTION_BUDGET` (peak memory does not grow
-  with ``batch_size`` or text length),
-* restores the input order.
-
-Masked mean pooling ignores padding, so the vectors equal Chroma's within ~1e-7. Its ``name()``
-is ``"default"`` with config ``{}``: Chroma persists and compares it exactly like its own default.
-
-It never downloads anything. Model files are looked up in exactly one folder: the ``model_dir``
-argument, else ``$FLUX_CHROMA_MODEL_DIR``, else Chroma's cache (``~/.cache/chroma/onnx_models/
-all-MiniLM-L6-v2/onnx``). Missing files raise :class:`~flux_chroma.errors.ModelNotAvailableError`
-(:mod:`~flux_chroma.embedding.model_files`).
+Chroma's ``DefaultEmbeddingFunction`` (ONNX all-MiniLM-L6-v2) builds a new ONNX session on every
+call and pads every text to 256 tokens. :class:`FastDefaultEmbedding` runs the same model,
+tokenizer, truncation, masked mean pooling and L2 normalisation, but loads the session once per
+process, sorts texts by length, pads each batch to its longest text and keeps each run within
+:data:`~flux_chroma.embedding.onnx_session.ATTENTION_BUDGET`. Vectors equal Chroma's within
+~1e-7 and ``name()`` is ``"default"`` with config ``{}``, so Chroma treats it as its own default.
+It never downloads: missing model files raise :class:`~flux_chroma.errors.ModelNotAvailableError`.
 """
 
 from __future__ import annotations
@@ -66,14 +54,10 @@ __all__ = [
 def local_model_dir(ef: Any) -> Path | None:
     """Return the folder a local all-MiniLM-L6-v2 embedding function reads its model from.
 
-    Args:
-        ef: An embedding function.
-
     Returns:
-        The model folder for :class:`FastDefaultEmbedding` (its first usable candidate, or
-        its first candidate when none is usable), Chroma's ``ONNXMiniLM_L6_V2`` (its
-        ``DOWNLOAD_PATH``, instance attribute included) and ``DefaultEmbeddingFunction``;
-        None for any other embedding function.
+        The folder for :class:`FastDefaultEmbedding` (its first usable candidate, else its
+        first), Chroma's ``ONNXMiniLM_L6_V2`` (its ``DOWNLOAD_PATH``, instance attribute
+        included) and ``DefaultEmbeddingFunction``; None for any other function.
     """
     if isinstance(ef, FastDefaultEmbedding):
         try:
@@ -95,17 +79,12 @@ def local_model_dir(ef: Any) -> Path | None:
 def ensure_model_available(ef: Any) -> None:
     """Fail fast, before any call, when a local ONNX model's files are missing.
 
-    Chroma's ``DefaultEmbeddingFunction`` / ``ONNXMiniLM_L6_V2`` download missing files on
-    first use; offline that surfaces as ``httpx.ConnectError``, which looks transient and gets
-    retried forever. This check turns it into a permanent :class:`ModelNotAvailableError`.
-
-    Args:
-        ef: Any embedding function; only :class:`FastDefaultEmbedding` and Chroma's
-            default / ``ONNXMiniLM_L6_V2`` are checked, others pass unchecked.
+    Chroma's default / ``ONNXMiniLM_L6_V2`` download missing files on first use; offline that is
+    an ``httpx.ConnectError``, which looks transient and is retried forever. Other functions
+    pass unchecked.
 
     Raises:
-        ModelNotAvailableError: A checked function's model files are missing (the message
-            names the folder and how to fix it).
+        ModelNotAvailableError: A checked function's model files are missing (permanent).
     """
     if isinstance(ef, FastDefaultEmbedding):
         ef.ensure_available()
@@ -125,11 +104,9 @@ REGISTRY_NAME = "flux_chroma_fast_default"
 class _Name:
     """``name()``: ``"default"`` on instances, :data:`REGISTRY_NAME` on the class.
 
-    Chroma persists and compares ``ef.name()`` of instances, so collections record
-    ``{"type": "known", "name": "default", "config": {}}`` exactly as with its own default.
-    But ``create_collection`` also calls ``register_embedding_function(type(ef))``, which
-    files the class under ``type(ef).name()``; the class-level name keeps that from replacing
-    Chroma's ``DefaultEmbeddingFunction`` in its process-wide registry.
+    Chroma persists instances' ``name()``, so collections record the same identity as with its
+    own default; but ``create_collection`` also registers ``type(ef)`` under ``type(ef).name()``,
+    which must not replace ``DefaultEmbeddingFunction`` in Chroma's process-wide registry.
     """
 
     def __get__(self, obj: object, owner: type | None = None) -> Callable[[], str]:
@@ -143,22 +120,18 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
     Args:
         model_dir: Folder holding the model files. When given, only this folder is used.
             Default: ``$FLUX_CHROMA_MODEL_DIR`` if set, then Chroma's model cache.
-        batch_size: Most texts per ONNX run (texts are sorted by length first). Runs of
-            long texts hold fewer, so that a run's attention buffers stay within
-            :data:`~flux_chroma.embedding.onnx_session.ATTENTION_BUDGET` (4 texts of 256
-            tokens, 16 of 128, 64 of 64): peak memory does not follow ``batch_size``.
+        batch_size: Most texts per ONNX run; runs of long texts hold fewer (4 texts of 256
+            tokens, 16 of 128), so peak memory does not follow ``batch_size``.
         threads: Intra-op threads of the ONNX session. Default: ``$FLUX_CHROMA_EMBED_THREADS``
-            if set, else every core this process may run on. Several processes embedding on one
-            host should each take their share (docs/deployment.md, "Embedding threads"). Does
-            not change the vectors or the pin.
+            if set, else every core this process may run on (docs/deployment.md, "Embedding
+            threads"). Does not change the vectors or the pin.
 
     Raises:
         ConfigurationError: ``batch_size`` is not a positive integer, or ``threads`` is not a
             whole number from 1 to 1024.
 
-    The model is loaded lazily on the first call; :meth:`ensure_available` checks the files
-    without loading. Instances hold only paths: they pickle cheaply, and an unpickled copy
-    looks the model up again in its own process (``$FLUX_CHROMA_MODEL_DIR``, Chroma's cache).
+    The model loads on the first call. Instances hold only paths: an unpickled copy looks the
+    model up again in its own process.
     """
 
     def __init__(
@@ -193,18 +166,13 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
             f"threads={self.threads})"
         )
 
-    # -- model files ------------------------------------------------------------------------
-
     @property
     def candidate_dirs(self) -> tuple[Path, ...]:
         """Folders searched for the model files, in order."""
         return self._candidates
 
     def ensure_available(self) -> Path:
-        """Check that the model files exist, without loading them.
-
-        Returns:
-            The model folder that will be used.
+        """Check that the model files exist, without loading them; return the folder to use.
 
         Raises:
             ModelNotAvailableError: No candidate folder holds ``model.onnx`` and
@@ -226,27 +194,12 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
         """The model folder in use (see :meth:`ensure_available`)."""
         return self.ensure_available()
 
-    # -- embedding --------------------------------------------------------------------------
-
     def __call__(self, input: Documents) -> Embeddings:
-        """Embed documents exactly like Chroma's ``DefaultEmbeddingFunction``.
-
-        Args:
-            input: The texts.
-
-        Returns:
-            One float32 numpy array (384 values) per text, in input order.
-        """
+        """Embed documents like Chroma's default: one float32 array (384 values) per text."""
         return cast(Embeddings, list(self.embed(input)))
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """Embed texts into a 2-D float32 array (one row per text, input order).
-
-        Args:
-            texts: The texts; an empty sequence gives an array of shape ``(0, 384)``.
-
-        Returns:
-            L2-normalised float32 vectors, shape ``(len(texts), 384)``.
+        """Embed texts into L2-normalised float32 rows, shape ``(len(texts), 384)``, input order.
 
         Raises:
             ConfigurationError: ``$FLUX_CHROMA_EMBED_THREADS`` is set but not a valid count.
@@ -290,16 +243,7 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
         return out
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
-        """Count the tokens of each text before truncation (special tokens included).
-
-        A text with a count above :meth:`max_tokens` is truncated when embedded (by this
-        class and by Chroma's default alike). Loads only the tokenizer.
-
-        Args:
-            texts: The texts.
-
-        Returns:
-            One token count per text, in input order.
+        """Count each text's tokens before truncation (special tokens included; tokenizer only).
 
         Raises:
             ModelNotAvailableError: The model files are missing.
@@ -311,17 +255,8 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
         return [len(e.ids) for e in tokenizers.counting.encode_batch(items)]
 
     def count_truncated(self, texts: Sequence[str]) -> int:
-        """Count the texts longer than the model's token limit.
-
-        Args:
-            texts: The texts.
-
-        Returns:
-            How many texts are truncated to :data:`MAX_TOKENS` tokens when embedded.
-        """
+        """Count the texts truncated to :data:`MAX_TOKENS` tokens when embedded."""
         return sum(1 for n in self.token_counts(texts) if n > MAX_TOKENS)
-
-    # -- Chroma EmbeddingFunction protocol --------------------------------------------------
 
     name = _Name()
 
@@ -331,23 +266,12 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
 
     @staticmethod
     def build_from_config(config: dict[str, Any]) -> FastDefaultEmbedding:
-        """Build an instance from a persisted config (which is always ``{}``).
-
-        Args:
-            config: The persisted config (ignored).
-
-        Returns:
-            A new :class:`FastDefaultEmbedding` with default settings.
-        """
+        """Build a default instance from a persisted config (always ``{}``, ignored)."""
         return FastDefaultEmbedding()
 
     @staticmethod
     def validate_config(config: dict[str, Any]) -> None:
-        """Accept any config, as Chroma's default does.
-
-        Args:
-            config: The config to validate.
-        """
+        """Accept any config, as Chroma's default does."""
 
     def is_legacy(self) -> bool:
         """Return False: this class implements the full config protocol."""

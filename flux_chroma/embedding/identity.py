@@ -1,36 +1,20 @@
-"""Embedding-function identity and behavioural fingerprint, used to pin collections and to
-name embedding-cache entries.
+"""Embedding-function identity and behavioural fingerprint: they pin collections and name
+embedding-cache entries.
 
-Identity (:func:`ef_identity`) is what Chroma itself persists: ``name()`` and ``get_config()``.
-It cannot tell two models apart behind the same name, so a collection is also pinned to a
-:class:`Fingerprint` of what the function *does*: it embeds the fixed :data:`CANARY_TEXTS`.
-Neither is enough alone for the embedding cache: the canary texts are short, so two functions
-that differ only on long texts (e.g. their truncation) share a fingerprint. Cache entries are
-therefore keyed by :func:`cache_namespace`: name, whole config and fingerprint together, and a
-function without a usable ``get_config()`` is never cached.
+:func:`ef_identity` is what Chroma persists (``name()``, ``get_config()``); it cannot tell two
+models apart behind one name, so a collection is also pinned to a :class:`Fingerprint` of the
+function's vectors for the fixed :data:`CANARY_TEXTS`. The canaries are short, so two functions
+differing only on long texts (truncation) share a fingerprint: cache entries are keyed by
+:func:`cache_namespace` (name, whole config and fingerprint digest), and a function without a
+usable ``get_config()`` is never cached.
 
-Fingerprints of local model files are also remembered per host (:func:`model_files_key`,
-:func:`load_fingerprint`, :func:`save_fingerprint`; see the comment above them), so checking a
-pin needs no model load.
-
-Fingerprint design:
-
-* ``probe``: 64 numbers. Probe ``j`` is a fixed pseudo-random +/-1 projection of the
-  concatenated canary vectors, divided by sqrt(total length) (signs come from SHA-256, so they
-  are identical on every platform and NumPy version). Every component of every canary vector
-  contributes. Stored rounded to 6 decimals.
-* ``digest``: first 16 hex chars of SHA-256 over the dimension and the probes rounded to
-  2 decimals. It is part of the embedding-cache namespace and a quick equality hint.
-* ``dimension``: the vector length.
-
-:func:`fingerprints_match` is the authority: equal dimension and every probe within
-``tolerance`` (default 1e-3). Equivalent implementations of one model (this package's
-``FastDefaultEmbedding`` and Chroma's default; another CPU) differ by ~1e-7 and match; a
-different model (or an int8-quantised copy) differs by >= 1e-2 and does not. A coarse digest
-cannot be free of rounding boundaries: two implementations can, rarely (about 64 x 2 x 1e-7 /
-0.01, i.e. ~1e-3), land on both sides of one, which only splits the cache (never a wrong hit,
-since a different model changes many of the 64 rounded probes). Never compare digests for
-pinning; call :func:`fingerprints_match`.
+Fingerprint: ``probe`` is 64 fixed pseudo-random +/-1 projections (signs from SHA-256, the same
+on every platform) of the concatenated canary vectors over sqrt(total length), 6 decimals;
+``digest`` is 16 hex chars of SHA-256 over the dimension and the probes at 2 decimals.
+:func:`fingerprints_match` is the authority (every probe within 1e-3): implementations of one
+model differ by ~1e-7, another model (or an int8 copy) by >= 1e-2. Never compare digests for
+pinning: rarely (~1e-3) two equivalent implementations straddle a rounding boundary, which only
+splits the cache.
 """
 
 from __future__ import annotations
@@ -81,7 +65,7 @@ DEFAULT_TOLERANCE = 1e-3
 """Largest probe difference for which two fingerprints still match."""
 
 _FORMAT = 1
-_NAMESPACE_FORMAT = 2  # 1 was the bare fingerprint digest (before issue 22)
+_NAMESPACE_FORMAT = 2  # changing it orphans every cache entry
 _PROBES = 64
 _DIGEST_DECIMALS = 2
 _PROBE_DECIMALS = 6
@@ -105,11 +89,8 @@ def _stated_name(ef: Any) -> str | None:
 
 
 def _stated_config(ef: Any) -> dict[str, Any] | None:
-    """``ef.get_config()`` made JSON-safe, or None when the function states no config.
-
-    None means: no ``get_config``, Chroma's base-class stub (returns ``NotImplemented``), a
-    call that raises, or a value that is not a dict or cannot be serialised.
-    """
+    """``ef.get_config()`` made JSON-safe; None when missing, the base-class stub
+    (``NotImplemented``), raising, not a dict or not serialisable."""
     get_config = getattr(ef, "get_config", None)
     if not callable(get_config):
         return None
@@ -130,9 +111,9 @@ def ef_identity(ef: Any) -> dict[str, Any]:
         ef: Any embedding function (Chroma 1.x style or legacy, even a plain callable).
 
     Returns:
-        ``{"name": str, "config": dict}``. ``config`` is JSON-safe (non-JSON values become
-        strings). A legacy function (no ``name()``) is named by its class' module and
-        qualified name, with config ``{}``; an unsupported ``get_config()`` gives ``{}``.
+        ``{"name": str, "config": dict}``, config JSON-safe (other values become strings). A
+        legacy function (no ``name()``) is named by its class' module and qualified name;
+        config is ``{}`` when ``get_config()`` is missing or unusable.
     """
     name = _stated_name(ef)
     if name is None:
@@ -143,14 +124,7 @@ def ef_identity(ef: Any) -> dict[str, Any]:
 
 
 def uncacheable_reason(ef: Any) -> str | None:
-    """Say why ``ef``'s vectors cannot be cached safely (a short phrase), or return None.
-
-    Args:
-        ef: Any embedding function.
-
-    Returns:
-        The reason, naming the missing method, or None when ``ef`` can be cached.
-    """
+    """Say why ``ef``'s vectors cannot be cached safely (naming the missing method), or None."""
     if _stated_name(ef) is None:
         return "it has no name() returning a non-empty string"
     if _stated_config(ef) is None:
@@ -161,9 +135,8 @@ def uncacheable_reason(ef: Any) -> str | None:
 def cache_namespace(ef: Any, digest: str) -> str | None:
     """Return the embedding-cache namespace of ``ef``: name, whole config and fingerprint.
 
-    The fingerprint alone is not enough (its four canary texts are short: two functions that
-    differ only on long texts share it). The class is left out, so Chroma's default function
-    and :class:`~flux_chroma.embedding.FastDefaultEmbedding` keep sharing their vectors.
+    The class is left out, so Chroma's default function and
+    :class:`~flux_chroma.embedding.FastDefaultEmbedding` share their vectors.
 
     Args:
         ef: An embedding function.
@@ -171,8 +144,7 @@ def cache_namespace(ef: Any, digest: str) -> str | None:
 
     Returns:
         ``"ns2-"`` and 32 hex chars of SHA-256 over the canonical JSON of name, config and
-        digest; None when ``ef`` has no ``name()`` or no usable ``get_config()`` (its settings
-        are invisible, so it is never cached; see :func:`uncacheable_reason`).
+        digest; None when ``ef`` has no ``name()`` or no usable ``get_config()`` (never cached).
     """
     name, config = _stated_name(ef), _stated_config(ef)
     if name is None or config is None:
@@ -201,11 +173,7 @@ class Fingerprint:
     probe: tuple[float, ...] = ()
 
     def to_json(self) -> str:
-        """Serialise to a compact JSON string (about 700 characters).
-
-        Returns:
-            A string fit for a Chroma metadata value.
-        """
+        """Serialise to compact JSON (about 700 characters, fit for a Chroma metadata value)."""
         return json.dumps(
             {"v": _FORMAT, "digest": self.digest, "dim": self.dimension, "probe": self.probe},
             separators=(",", ":"),
@@ -215,15 +183,9 @@ class Fingerprint:
     def from_json(cls, text: str) -> Fingerprint:
         """Parse a string made by :meth:`to_json`.
 
-        Args:
-            text: The JSON string.
-
-        Returns:
-            The fingerprint.
-
         Raises:
-            ValueError: The text is not a fingerprint of a known format (a plain ValueError,
-                so a pin reader can wrap it in its own typed error).
+            ValueError: Not a fingerprint of a known format (plain, so a pin reader can wrap
+                it in its own typed error).
         """
         try:
             data = json.loads(text)
@@ -249,11 +211,6 @@ def fingerprints_match(
     a: Fingerprint, b: Fingerprint, tolerance: float = DEFAULT_TOLERANCE
 ) -> bool:
     """Tell whether two fingerprints come from equivalent embedding functions.
-
-    Args:
-        a: One fingerprint.
-        b: The other.
-        tolerance: Largest allowed absolute difference of any probe.
 
     Returns:
         True when the dimensions agree and every probe is within ``tolerance`` (digests are
@@ -284,16 +241,13 @@ def _signs(length: int) -> npt.NDArray[np.float64]:
 
 
 def fingerprint_from_vectors(vectors: npt.ArrayLike) -> Fingerprint:
-    """Build a fingerprint from the canary vectors (one row per canary text).
+    """Build a fingerprint from the canary vectors.
 
     Args:
         vectors: Array of shape ``(len(CANARY_TEXTS), dimension)``.
 
-    Returns:
-        The fingerprint.
-
     Raises:
-        InvalidDocumentError: The vectors are not a finite 2-D array of the expected shape.
+        InvalidDocumentError: The vectors are not a finite 2-D array of that shape.
     """
     import numpy as np
 
@@ -339,19 +293,14 @@ def _cache_key(ef: Any) -> str | None:
 def compute_fingerprint(ef: Any, *, use_cache: bool = True) -> Fingerprint:
     """Embed the canary texts with ``ef`` and fingerprint the result.
 
-    Computed once per process per class, identity and model folder (functions without
-    ``name()`` or a usable ``get_config()`` are not memoised: their settings are invisible).
-    For functions backed by local model files the result is also persisted on this host,
-    keyed by those files' identity (size, times, inode, versions), so a later process checks
-    a pin without loading the model (:func:`model_files_key`).
+    Memoised per process by class, identity and model folder (not for functions without
+    ``name()`` or a usable ``get_config()``); for local model files also persisted on this host
+    (:func:`model_files_key`), so a later process checks a pin without loading the model.
 
     Args:
         ef: A Chroma embedding function (anything callable on a list of strings).
-        use_cache: Reuse a fingerprint computed earlier in this process or, for the same
-            model files, persisted on this host.
-
-    Returns:
-        The fingerprint.
+        use_cache: Reuse a fingerprint computed earlier in this process or persisted on this
+            host for the same model files.
 
     Raises:
         ModelNotAvailableError: The model files of a local ONNX function are missing.
@@ -363,35 +312,29 @@ def compute_fingerprint(ef: Any, *, use_cache: bool = True) -> Fingerprint:
 
     ensure_model_available(ef)
     key = _cache_key(ef) if use_cache else None
-    if key is not None:
-        with _CACHE_LOCK:
-            found = _CACHE.get(key)
-        if found is not None:
-            return found
+    with _CACHE_LOCK:
+        found = _CACHE.get(key) if key is not None else None
+    if found is not None:
+        return found
     files_key = model_files_key(ef) if use_cache else None
-    if files_key is not None:
-        stored = load_fingerprint(files_key)
-        if stored is not None:  # these exact model files were fingerprinted on this host
-            if key is not None:
-                with _CACHE_LOCK:
-                    _CACHE[key] = stored
-            return stored
-    if isinstance(ef, FastDefaultEmbedding):
-        vectors: Any = ef.embed(CANARY_TEXTS)
-    else:
-        vectors = [np.asarray(v, dtype=np.float64) for v in ef(list(CANARY_TEXTS))]
-        if len({v.shape for v in vectors}) > 1:
-            raise InvalidDocumentError(
-                f"The embedding function returned vectors of different lengths "
-                f"{sorted({v.shape for v in vectors})} for the canary texts."
-            )
-    result = fingerprint_from_vectors(np.asarray(vectors, dtype=np.float64))
+    found = load_fingerprint(files_key) if files_key is not None else None
+    if found is None:
+        if isinstance(ef, FastDefaultEmbedding):
+            vectors: Any = ef.embed(CANARY_TEXTS)
+        else:
+            vectors = [np.asarray(v, dtype=np.float64) for v in ef(list(CANARY_TEXTS))]
+            if len({v.shape for v in vectors}) > 1:
+                raise InvalidDocumentError(
+                    f"The embedding function returned vectors of different lengths "
+                    f"{sorted({v.shape for v in vectors})} for the canary texts."
+                )
+        found = fingerprint_from_vectors(np.asarray(vectors, dtype=np.float64))
+        if files_key is not None:
+            save_fingerprint(files_key, found)
     if key is not None:
         with _CACHE_LOCK:
-            _CACHE[key] = result
-    if files_key is not None:
-        save_fingerprint(files_key, result)
-    return result
+            _CACHE[key] = found
+    return found
 
 
 def clear_fingerprint_cache() -> None:
@@ -400,37 +343,18 @@ def clear_fingerprint_cache() -> None:
         _CACHE.clear()
 
 
-# Fingerprints of local model files, remembered per host so a pin check needs no model load.
-#
-# Computing a :class:`Fingerprint` runs the model on the canary
-# texts, which means loading the ONNX session (about a quarter of a second) even on a run that
-# embeds nothing. For embedding functions whose behaviour is fixed by local model files
-# (:class:`~flux_chroma.embedding.FastDefaultEmbedding` and Chroma's own ``all-MiniLM-L6-v2``
-# functions) the fingerprint is stored beside the host's embedding cache folder (see
-# :func:`fingerprint_dir`), keyed by what identifies those files on this host:
-#
-# * the class, ``name()`` and ``get_config()`` of the function and the resolved model folder;
-# * for each of the six model files: size, ``mtime_ns``, ``ctime_ns``, inode and device
-#   (``ctime`` changes on every write, even one that restores the old ``mtime``);
-# * the installed versions of onnxruntime, tokenizers, chromadb and flux-chroma.
-#
-# A changed, replaced, touched or removed model file changes the key: the fingerprint is then
-# computed again from the model. An entry that is unreadable, truncated, or whose check sum
-# does not match is ignored (and overwritten). Writing is best effort: a read-only folder only
-# costs the model load it would have saved.
+# Persisted fingerprints of local model files (FastDefaultEmbedding, Chroma's all-MiniLM-L6-v2),
+# so a pin check skips the ~0.25 s ONNX load. Keyed by the function's class, identity and model
+# folder, each model file's size, mtime_ns, ctime_ns (changes on every write, even one restoring
+# mtime), inode and device, and the versions in _VERSIONED: any change recomputes. Damaged
+# entries are ignored; writing is best effort.
 
 _STORE_FORMAT = 1
 _VERSIONED = ("onnxruntime", "tokenizers", "chromadb", "flux-chroma")
 
 
 def fingerprint_dir() -> Path:
-    """Return the folder of persisted fingerprints.
-
-    Returns:
-        The default embedding cache folder's sibling with ``-fingerprints`` appended
-        (``~/.cache/flux-chroma/embeddings-fingerprints`` unless ``$FLUX_CHROMA_CACHE_DIR``
-        or ``$XDG_CACHE_HOME`` say otherwise).
-    """
+    """Return the folder of persisted fingerprints (the cache folder + ``-fingerprints``)."""
     from flux_chroma.embedding.cache import default_cache_dir
 
     cache = default_cache_dir()
@@ -453,15 +377,7 @@ def _file_facts(path: Path) -> list[Any]:
 
 
 def model_files_key(ef: Any) -> str | None:
-    """Return what identifies ``ef``'s model files on this host, or None when it has none.
-
-    Args:
-        ef: An embedding function.
-
-    Returns:
-        A JSON string (see the module docstring), or None for functions not backed by
-        local model files (their fingerprint is never persisted).
-    """
+    """Return a JSON string identifying ``ef``'s local model files on this host, or None."""
     from flux_chroma.embedding.fast_default import MODEL_FILES, local_model_dir
 
     folder = local_model_dir(ef)
@@ -491,14 +407,7 @@ def _check(key: str, fingerprint_json: str) -> str:
 
 
 def load_fingerprint(key: str) -> Fingerprint | None:
-    """Return the fingerprint stored for ``key``, or None (missing, stale or damaged).
-
-    Args:
-        key: From :func:`model_files_key`.
-
-    Returns:
-        The stored fingerprint, or None.
-    """
+    """Return the fingerprint stored for a :func:`model_files_key`, or None (missing, damaged)."""
     try:
         data = json.loads(_entry_path(key).read_text(encoding="utf-8"))
         if data["key"] != key or data["check"] != _check(key, data["fingerprint"]):
@@ -509,12 +418,7 @@ def load_fingerprint(key: str) -> Fingerprint | None:
 
 
 def save_fingerprint(key: str, fingerprint: Fingerprint) -> None:
-    """Store ``fingerprint`` under ``key`` (atomically; errors are ignored).
-
-    Args:
-        key: From :func:`model_files_key`.
-        fingerprint: The fingerprint computed from the model.
-    """
+    """Store ``fingerprint`` under a :func:`model_files_key`, atomically; errors are ignored."""
     text = fingerprint.to_json()
     payload = json.dumps({"key": key, "fingerprint": text, "check": _check(key, text)})
     path = _entry_path(key)

@@ -1,10 +1,5 @@
-"""Where the default model's files are, and the error raised when they are missing.
-
-flux-chroma never downloads a model. The six files of Chroma's ``onnx`` folder for
-all-MiniLM-L6-v2 are looked up in one folder (see
-:class:`~flux_chroma.embedding.fast_default.FastDefaultEmbedding`); when they are missing,
-:func:`model_not_available_error` says where it looked and how to fix it.
-"""
+"""Where the default model's files are, and the error raised when they are missing (flux-chroma
+never downloads a model)."""
 
 from __future__ import annotations
 
@@ -48,8 +43,8 @@ def chroma_default_model_dir() -> Path:
     """Return the folder where Chroma's default embedding function expects its model.
 
     Returns:
-        ``ONNXMiniLM_L6_V2.DOWNLOAD_PATH / "onnx"`` (read at call time), or
-        ``~/.cache/chroma/onnx_models/all-MiniLM-L6-v2/onnx`` if that class is unavailable.
+        ``ONNXMiniLM_L6_V2.DOWNLOAD_PATH / "onnx"`` (read at call time), else
+        ``~/.cache/chroma/onnx_models/all-MiniLM-L6-v2/onnx``.
     """
     try:
         from chromadb.utils.embedding_functions.onnx_mini_lm_l6_v2 import ONNXMiniLM_L6_V2
@@ -67,14 +62,11 @@ def missing_files(folder: Path, names: Sequence[str]) -> list[str]:
 def model_not_available_error(
     owner: str, looked: Sequence[tuple[Path, Sequence[str]]]
 ) -> ModelNotAvailableError:
-    """Build the error raised when the model files are not on this machine.
+    """Build the error naming every folder looked in and how to fix it.
 
     Args:
-        owner: Which embedding function needed them, e.g. ``"FastDefaultEmbedding"``.
+        owner: Which embedding function needed the files, e.g. ``"FastDefaultEmbedding"``.
         looked: Every folder looked in, each with the file names missing there.
-
-    Returns:
-        A :class:`ModelNotAvailableError` naming every folder and how to fix it.
     """
     where = "; ".join(f"{p} (missing: {', '.join(m)})" for p, m in looked)
     target = looked[-1][0] if looked else chroma_default_model_dir()

@@ -1,11 +1,8 @@
 """The ONNX runtime side of the default model: tokenizers, sessions, pooling.
 
-Sessions and tokenizers are loaded once per model folder (and per process: ONNX thread pools
-do not survive ``fork()``) under one lock, so threads share them. A session's intra-op thread
-count is ``threads=`` of the embedding function, else ``$FLUX_CHROMA_EMBED_THREADS``, else
-every core this process may run on; each count gets its own session. Processes embedding on
-one host do not coordinate: when several do, give each its share with the variable
-(docs/deployment.md, "Embedding threads").
+Sessions and tokenizers are loaded once per model folder (sessions also per process, since ONNX
+thread pools do not survive ``fork()``, and per thread count) and shared by threads. Processes
+on one host do not coordinate their threads (docs/deployment.md, "Embedding threads").
 """
 
 from __future__ import annotations
@@ -45,12 +42,10 @@ MAX_THREADS = 1024
 ATTENTION_BUDGET = 4 * 256 * 256
 """Largest ``texts x padded_length**2`` of one ONNX run (4 texts of 256 tokens).
 
-A run's working memory grows with the attention matrices: ``texts x heads x length x length``
-floats, several of them alive at once. Measured on all-MiniLM-L6-v2 (onnxruntime 1.32, CPU):
-about 420 bytes per ``texts x length**2`` (27 MiB per text of 256 tokens, 6 MiB per text of
-128), kept afterwards by onnxruntime's memory arena as the session's high-water mark. This
-budget holds a run to about 70 MiB whatever ``batch_size`` and the texts' lengths are, at the
-same throughput (``python -m bench.cold_memory``, docs/benchmarks.md, "Cold-ingest memory").
+Measured on all-MiniLM-L6-v2 (onnxruntime 1.32, CPU): a run's attention buffers take about 420
+bytes per ``texts x length**2`` (27 MiB per text of 256 tokens), kept by onnxruntime's arena as
+the session's high-water mark. The budget holds a run to about 70 MiB at the same throughput
+(``python -m bench.cold_memory``, docs/benchmarks.md, "Cold-ingest memory").
 """
 
 
@@ -66,15 +61,12 @@ _LOCK = threading.Lock()
 
 
 def validate_threads(value: object, source: str, *, text: bool = False) -> int:
-    """Return ``value`` as a thread count, or raise naming where it came from.
+    """Return ``value`` as a thread count (1 to :data:`MAX_THREADS`).
 
     Args:
         value: An int (or, with ``text``, its decimal text as read from the environment).
         source: What set it, for the message (``"threads="``, ``"FLUX_CHROMA_EMBED_THREADS"``).
         text: Accept a decimal string.
-
-    Returns:
-        The thread count (1 to :data:`MAX_THREADS`).
 
     Raises:
         ConfigurationError: Not a whole number from 1 to :data:`MAX_THREADS`.
@@ -101,13 +93,7 @@ def cpu_count() -> int:
 
 
 def session_threads(explicit: int | None = None) -> int:
-    """The intra-op thread count of a session.
-
-    Args:
-        explicit: ``threads=`` of the embedding function (already validated), if any.
-
-    Returns:
-        ``explicit``, else ``$FLUX_CHROMA_EMBED_THREADS``, else :func:`cpu_count`.
+    """Return ``explicit``, else ``$FLUX_CHROMA_EMBED_THREADS``, else :func:`cpu_count`.
 
     Raises:
         ConfigurationError: ``$FLUX_CHROMA_EMBED_THREADS`` is set but not a valid count.
@@ -122,16 +108,8 @@ def run_sizes(lengths: Sequence[int], batch_size: int, budget: int | None = None
     """Cut texts sorted longest first into ONNX runs that fit the attention budget.
 
     Each run holds at most ``batch_size`` texts and, padded to its first (longest) text's
-    length ``L``, at most ``budget // L**2`` of them (always at least one).
-
-    Args:
-        lengths: Token counts, longest first.
-        batch_size: Most texts per run.
-        budget: Largest ``texts x L**2`` of a run (default :data:`ATTENTION_BUDGET`, read at
-            call time).
-
-    Returns:
-        The number of texts of each run, in order; they sum to ``len(lengths)``.
+    length ``L``, at most ``budget // L**2`` of them (always at least one). ``budget`` defaults
+    to :data:`ATTENTION_BUDGET`, read at call time. Returns the size of each run, in order.
     """
     limit = ATTENTION_BUDGET if budget is None else budget
     sizes: list[int] = []
@@ -172,14 +150,7 @@ def load_tokenizers(folder: Path) -> _Tokenizers:
 
 
 def load_session(folder: Path, threads: int | None = None) -> Any:
-    """The ONNX session of ``folder`` with :func:`session_threads` intra-op threads.
-
-    Args:
-        folder: The model folder.
-        threads: ``threads=`` of the embedding function, if set.
-
-    Returns:
-        The ``onnxruntime.InferenceSession`` (loaded once per process and thread count).
+    """The ``InferenceSession`` of ``folder`` with :func:`session_threads` intra-op threads.
 
     Raises:
         ConfigurationError: ``$FLUX_CHROMA_EMBED_THREADS`` is set but not a valid count.
