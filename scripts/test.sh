@@ -22,9 +22,9 @@ mypy_pid=$!
 
 # Three workers on two cores: the fleet tests mostly wait on servers and processes, so a third
 # worker keeps both cores busy (measured: 493 s with -n 3 against 573 s with -n 2).
-echo "==> pytest -n 3 --dist loadgroup (three workers; the fleet tests share one, see tests/conftest.py)"
+echo "==> pytest -n 3 (three workers; tests/conftest.py starts the fleet tests and the longest modules first)"
 status=0
-"$VENV/bin/python" -m pytest -n 3 --dist loadgroup --durations=30 || status=$?
+"$VENV/bin/python" -m pytest -n 3 --durations=30 || status=$?
 
 mypy_status=0
 wait "$mypy_pid" || mypy_status=$?

@@ -43,9 +43,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         )
 
 
-# Modules that start a Flux fleet (a Flux server, workers and, for most, a PostgreSQL). Under
-# pytest-xdist (`-n 3 --dist loadgroup`, as scripts/test.sh runs the suite) they share one
-# group, so two fleets never run at once on a 2-core machine; every other test runs beside them.
+# Modules that start a Flux fleet (a Flux server, workers and, for most, a PostgreSQL): long,
+# and mostly waiting on servers and processes. They are handed out first, and the CPU-heavy tests
+# of a minute or more next (xdist hands out units in collection order), so the long units start
+# at once and the many short tests fill the gaps, instead of one long test starting last and
+# running alone. Fleets do run beside each other on the three workers: grouping them on one
+# worker made that worker's share (about 530 s of the suite's 1,350 s) the whole run's length.
 FLEET_MODULES = frozenset(
     {
         "test_deployment_fleet",
@@ -59,23 +62,15 @@ FLEET_MODULES = frozenset(
         "test_watch_cluster",
     }
 )
-
-
-# The longest work units, started first: xdist hands out units in collection order, so the
-# fleet group and the few tests of a minute or more begin at once on their own workers and the
-# many short tests fill the gaps, instead of one long test starting last and running alone.
-# Whole modules move (their tests stay together, so module fixtures start once).
 FIRST_MODULES = ("test_bench_smoke", "test_quality_docs", "test_readme_docs", "test_ingest_memory")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark tests that use the session's Chroma server `server`; put the fleet tests in one group;
-    start the fleet group and the longest modules first."""
+    """Mark tests that use the session's Chroma server `server`; start the fleet tests and the
+    longest modules first (whole modules move, so module fixtures start once)."""
     for item in items:
         if "chroma_server" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.server)
-        if item.path.stem in FLEET_MODULES:
-            item.add_marker(pytest.mark.xdist_group("fleet"))
 
     def rank(item: pytest.Item) -> int:
         stem = item.path.stem
