@@ -1,15 +1,9 @@
-"""Collection aliases: a per-tenant name that readers use, pointing at a real collection.
+"""Collection aliases: a per-tenant name readers use, pointing at a real collection.
 
-A migration builds a new collection next to the old one and then switches the alias, so
-readers move from one model to the other in one step and never see a half-built
-collection. Aliases live in Chroma itself, in a small reserved collection of the tenant's
-namespace (``{tenant}__fc.aliases`` in prefix mode, ``fc.aliases`` in the tenant's
-database): every worker process sees a switch on its next query, and a tenant can only
-name its own collections. Names starting with ``fc.`` are reserved for this.
-
-Resolution is one level deep (an alias cannot point at another alias) and costs one small
-``get`` per query. An alias takes precedence over a real collection with the same name:
-that is how readers of ``kb`` move to ``kb-<model>`` while ``kb`` keeps its old data.
+A migration builds a new collection, then switches the alias: readers never see a half-built
+one. Aliases live in a reserved collection of the tenant's namespace (``fc.aliases``, prefixed
+in prefix mode), so every worker sees a switch on its next query. Resolution is one level deep
+and costs one small ``get`` per query; an alias wins over a real collection of the same name.
 """
 
 from __future__ import annotations
@@ -44,28 +38,25 @@ _lock = threading.Lock()
 _handles: dict[tuple[ConnectionSettings, Namespace], Collection] = {}
 
 
-def _physical(namespace: Namespace) -> str:
-    return namespace.prefix + REGISTRY_NAME
-
-
 def _registry(settings: ConnectionSettings, namespace: Namespace, *, create: bool) -> Collection | None:
     key = (settings, namespace)
     handle = _handles.get(key)
     if handle is not None:
         return handle
     action = f"open the alias registry of tenant {namespace.tenant!r}"
+    physical = namespace.prefix + REGISTRY_NAME
     try:
         if create and namespace.database is not None:
             database_exists_or_create(settings, namespace.database)
         client = get_client(settings, namespace.database)
         if create:
             handle = client.get_or_create_collection(
-                _physical(namespace),
+                physical,
                 metadata={"fc_registry": "aliases", "fc_tenant": namespace.tenant},
                 embedding_function=None,
             )
         else:
-            handle = client.get_collection(_physical(namespace), embedding_function=None)
+            handle = client.get_collection(physical, embedding_function=None)
     except Exception as exc:  # noqa: BLE001 - classified in one place
         mapped = classify_chroma_error(exc, action=action, url=settings.url)
         if isinstance(mapped, CollectionNotFoundError) and not create:
@@ -82,7 +73,7 @@ def _forget(settings: ConnectionSettings, namespace: Namespace) -> None:
 
 
 def _lookup(settings: ConnectionSettings, namespace: Namespace, names: list[str]) -> dict[str, dict[str, Any]]:
-    for attempt in (1, 2):
+    for _ in range(2):
         registry = _registry(settings, namespace, create=False)
         if registry is None:
             return {}
@@ -92,12 +83,10 @@ def _lookup(settings: ConnectionSettings, namespace: Namespace, names: list[str]
         except Exception as exc:  # noqa: BLE001
             mapped = classify_chroma_error(exc, action=f"read aliases of {namespace.tenant!r}", url=settings.url)
             _forget(settings, namespace)
-            if isinstance(mapped, CollectionNotFoundError) and attempt == 1:
-                continue  # the registry was dropped and maybe recreated: look again by name
-            if isinstance(mapped, CollectionNotFoundError):
-                return {}
-            raise mapped from None
-    return {}  # pragma: no cover
+            if not isinstance(mapped, CollectionNotFoundError):
+                raise mapped from None
+            # The registry was dropped (and maybe recreated): look once more by name.
+    return {}
 
 
 def get_alias(settings: ConnectionSettings, namespace: Namespace, name: str) -> str | None:
@@ -116,24 +105,15 @@ def get_alias(settings: ConnectionSettings, namespace: Namespace, name: str) -> 
 def resolve_alias(target: Target, *, drop: bool = False) -> Target:
     """The collection every task addresses for ``target.name`` (itself when it is no alias).
 
-    This is the one place aliases are resolved, so every task addresses the same collection
-    for the same name: ``query``, ``embed_and_add``, ``delete_documents``, ingestion and
-    :func:`~flux_chroma.tasks.context.use_collection` follow the alias. Dropping a collection
-    by an alias name (``drop=True``) is refused instead: it would delete a collection readers no
-    longer see, or leave the alias pointing nowhere.
-
-    Blocking (one small request); call it from a worker thread in async code.
+    The one place aliases are resolved, so every task follows them alike. Blocking (one small
+    request): call it from a worker thread in async code.
 
     Args:
-        target: The collection as the caller named it.
-        drop: The caller is about to delete the collection itself.
-
-    Returns:
-        The target the alias points at, or ``target``.
+        drop: The caller is about to delete the collection itself: refused for an alias, which
+            would delete a collection readers no longer see or leave the alias dangling.
 
     Raises:
-        ConfigurationError: ``drop`` and ``target.name`` is an alias (the message names the
-            collection it points at).
+        ConfigurationError: ``drop`` and ``target.name`` is an alias.
         ChromaUnavailableError: The server is unreachable.
     """
     real = get_alias(target.settings, target.namespace, target.name)
@@ -191,13 +171,9 @@ def set_alias(
     """Point ``alias`` at the tenant's collection ``target`` (visible to every process at once).
 
     Args:
-        settings: The server.
-        namespace: The tenant's namespace.
-        alias: Name readers use.
         target: Existing, pinned collection of the same tenant; not itself an alias.
-        expected: When given, the switch only happens if ``alias`` currently resolves to it
-            (to itself when it is no alias yet): two migrations cannot silently overwrite
-            each other.
+        expected: When given, switch only if ``alias`` currently resolves to it (to itself
+            when it is no alias yet), so two migrations cannot overwrite each other.
 
     Returns:
         ``{"alias", "target", "previous"}`` (``previous``: what ``alias`` resolved to before).

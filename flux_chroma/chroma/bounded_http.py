@@ -1,18 +1,10 @@
 """HTTP sessions whose every request is bounded AS A WHOLE, not per byte.
 
-httpx's read timeout restarts at every byte received: a server trickling a valid answer one
-byte every 0.5 s keeps a call with ``read_timeout=2`` alive for minutes. And chromadb's
-``HttpClient`` builds its session with no timeout at all, then calls the server from its
-constructor. flux-chroma therefore talks to Chroma only through :class:`BoundedSession`:
-
-* opening a connection is bounded by ``connect_timeout``;
-* everything after it (sending the request, reading status, headers and the whole body) must
-  finish within ``read_timeout`` of the connection being ready, or the request fails with
-  :class:`RequestDeadlineError` naming the method and path.
-
-The deadline is enforced below httpx, in the network stream every socket read and write goes
-through (each one waits at most for the time left), so it also covers a server that trickles
-its status line or headers.
+httpx's read timeout restarts at every byte: a server trickling one byte every 0.5 s keeps a
+``read_timeout=2`` call alive for minutes (and chromadb's session has no timeout at all). Here
+connecting is bounded by ``connect_timeout`` and everything after it (send, status, headers,
+body) by ``read_timeout``, enforced in the network stream below httpx, so a trickled status
+line or header is caught too.
 """
 
 from __future__ import annotations
@@ -33,11 +25,10 @@ _state = threading.local()  # .budget: seconds after connect; .end: time.monoton
 
 
 class RequestDeadlineError(httpx.ReadTimeout):
-    """A request got no complete answer within its whole-request budget (``read_timeout``).
+    """A request got no complete answer within ``budget`` s (``read_timeout``).
 
     Attributes:
         what: ``"METHOD /path"`` of the request.
-        budget: The budget in seconds.
     """
 
     def __init__(self, what: str, budget: float, request: httpx.Request) -> None:
@@ -83,14 +74,16 @@ class _DeadlineStream(httpcore.NetworkStream):
         return self._inner.get_extra_info(info)
 
 
-def _restart_deadline() -> None:
+def _connected(stream: httpcore.NetworkStream) -> httpcore.NetworkStream:
+    """Bound a fresh connection; the budget counts from a ready connection."""
     budget: float | None = getattr(_state, "budget", None)
     if budget is not None:
         _state.end = time.monotonic() + budget
+    return _DeadlineStream(stream)
 
 
 class _DeadlineBackend(httpcore.NetworkBackend):
-    """httpcore's sync backend, with every stream bounded by the current request's deadline."""
+    """httpcore's sync backend, every stream bounded by the current request's deadline."""
 
     def __init__(self) -> None:
         self._inner = httpcore.SyncBackend()
@@ -103,16 +96,14 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.NetworkStream:
-        stream = self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
-        _restart_deadline()  # the budget counts from a ready connection
-        return _DeadlineStream(stream)
+        return _connected(
+            self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
+        )
 
     def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
     ) -> httpcore.NetworkStream:
-        stream = self._inner.connect_unix_socket(path, timeout, socket_options)
-        _restart_deadline()
-        return _DeadlineStream(stream)
+        return _connected(self._inner.connect_unix_socket(path, timeout, socket_options))
 
     def sleep(self, seconds: float) -> None:
         self._inner.sleep(seconds)
@@ -139,9 +130,6 @@ class BoundedSession(httpx.Client):
     Args:
         connect_timeout: Seconds to open a connection.
         read_timeout: Seconds for the whole exchange once connected (send + full answer).
-        headers: Headers sent with every request.
-        verify: Verify TLS certificates.
-        limits: Connection pool limits.
     """
 
     def __init__(
@@ -161,11 +149,10 @@ class BoundedSession(httpx.Client):
         self.read_timeout = float(read_timeout)
 
     def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
-        """Send ``request``; the whole exchange is bounded (see the module docstring).
+        """Send ``request`` within ``read_timeout`` once connected.
 
         Raises:
             RequestDeadlineError: No complete answer within ``read_timeout``.
-            httpx.HTTPError: Any other transport failure.
         """
         _state.budget = self.read_timeout
         _state.end = time.monotonic() + self.read_timeout

@@ -1,10 +1,8 @@
 """Resolve a tenant's collection by NAME, create it with a pin, and verify the pin.
 
-Collections are only ever looked up by their physical name inside the tenant's namespace,
-never by a caller-supplied id (Chroma's tenants and databases isolate names, not ids).
-A verified (collection, pin) pair is cached per process; the cache entry is dropped when the
-server says the collection is gone, so a collection dropped and recreated under the same
-name (new id) or a server restored from a snapshot is re-resolved, never served stale.
+Never by a caller-supplied id: Chroma's tenants and databases isolate names, not ids. A verified
+(collection, pin) pair is cached per process and dropped when the server says the collection is
+gone, so a recreated collection or a restored snapshot is re-resolved, never served stale.
 """
 
 from __future__ import annotations
@@ -22,6 +20,7 @@ from flux_chroma.chroma.settings import ConnectionSettings
 from flux_chroma.embedding.identity import compute_fingerprint, ef_identity
 from flux_chroma.errors import (
     CollectionNotFoundError,
+    ConfigurationError,
     EmbeddingMismatchError,
     UnpinnedCollectionError,
     classify_chroma_error,
@@ -32,15 +31,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Resolved", "Target", "forget_collection", "open_collection", "with_collection"]
 
+
 @dataclass(frozen=True)
 class Target:
-    """Which collection an operation addresses.
-
-    Args:
-        settings: The server.
-        namespace: The tenant's namespace.
-        name: The tenant-relative collection name (validated by :meth:`Namespace.physical`).
-    """
+    """Which collection an operation addresses: server, tenant namespace, tenant-relative name."""
 
     settings: ConnectionSettings
     namespace: Namespace
@@ -59,13 +53,9 @@ class Target:
 
 @dataclass(frozen=True)
 class Resolved:
-    """A collection whose pin matches the embedding function in use.
+    """A collection whose pin matches the embedding function ``ef`` to use with it.
 
-    Args:
-        collection: The chromadb Collection handle (embedding_function=None: flux-chroma
-            always passes vectors explicitly).
-        pin: The collection's pin.
-        ef: The embedding function to use for it.
+    ``collection`` has ``embedding_function=None``: flux-chroma always passes vectors.
     """
 
     collection: Collection
@@ -78,9 +68,8 @@ _cache: dict[tuple[Any, ...], Resolved] = {}
 
 
 def _ef_key(ef: Any) -> tuple[Any, ...] | None:
-    """What makes two configured embedding functions interchangeable: class, identity and
-    fingerprint (computed once per process). Never ``id(ef)``: ids are reused after garbage
-    collection, and a function built per run would grow the cache without bound."""
+    """Class, identity and fingerprint of ``ef``: never ``id(ef)``, which is reused after
+    garbage collection (and a function built per run would grow the cache without bound)."""
     if ef is None:
         return None
     fingerprint = compute_fingerprint(ef)
@@ -188,9 +177,6 @@ def open_collection(
         create: Create the collection (with a pin) when it does not exist.
         adopt: Pin a collection created outside flux-chroma instead of refusing it.
 
-    Returns:
-        The verified collection, its pin and the embedding function to use.
-
     Raises:
         CollectionNotFoundError: Missing and ``create`` is False.
         EmbeddingMismatchError: The configured function differs from the pin.
@@ -198,8 +184,6 @@ def open_collection(
         ChromaUnavailableError: The server is unreachable.
     """
     if space is not None and space not in SPACES:
-        from flux_chroma.errors import ConfigurationError
-
         raise ConfigurationError(f"space={space!r} is not supported; use one of {SPACES}.")
     key = _cache_key(target, ef, space)
     hit = _cache.get(key)
@@ -223,21 +207,13 @@ def with_collection[T](
 ) -> T:
     """Run ``operation`` on the resolved collection; re-resolve once if the server lost it.
 
-    A cached handle can point at a collection that was dropped and recreated (new id) or at a
-    server restored from an older snapshot. On a not-found answer the cache entry is dropped
-    and the collection resolved again by name; this is re-resolution, not a retry loop.
+    A cached handle can point at a recreated collection (new id) or a server restored from a
+    snapshot: on a not-found answer the cache entry is dropped and the name resolved again
+    (re-resolution, not a retry loop). Other arguments are :func:`open_collection`'s.
 
     Args:
-        target: The collection.
         operation: Called with the resolved collection; its chromadb errors are classified.
-        ef: Configured embedding function or ``None``.
-        space: Distance space for new collections.
-        create: Create when missing.
-        adopt: Adopt an unpinned collection.
         action: What the operation does, for error messages.
-
-    Returns:
-        What ``operation`` returns.
     """
     for attempt in (1, 2):
         try:

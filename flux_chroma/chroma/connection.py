@@ -1,15 +1,13 @@
 """One cached chromadb HTTP client per process per settings, every request bounded.
 
-Connect lazily: nothing here runs at import time, so Flux replay and workflow registration
-never need the server. ``chromadb.HttpClient`` has no timeout by default and calls the server
-from its constructor; :func:`get_client` first probes heartbeat and pre-flight checks (naming a
-dead server or one that is not Chroma), then builds chromadb's client with a
-:class:`~flux_chroma.chroma.bounded_http.BoundedSession` installed before its first request, so every
-request (the constructor's too) finishes within ``connect_timeout`` + ``read_timeout``.
+Nothing connects at import time (Flux replay and registration never need the server).
+``chromadb.HttpClient`` calls the server from its constructor with no timeout, so
+:func:`get_client` probes the server first and installs a ``BoundedSession`` before that call.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from typing import TYPE_CHECKING, Any
@@ -22,13 +20,11 @@ from flux_chroma.errors import (
     ChromaUnavailableError,
     FluxChromaError,
     NotChromaServerError,
-    OneOwnerError,
     classify_chroma_error,
 )
 from flux_chroma.seams import (
     client_class_with_first_call_hook,
     client_server,
-    client_settings,
     http_session,
     set_http_session,
 )
@@ -36,13 +32,14 @@ from flux_chroma.seams import (
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
 
-__all__ = ["forget_clients", "get_client", "refuse_local_client", "server_info"]
+__all__ = ["forget_clients", "get_client", "server_info"]
 
 _DEFAULT_DATABASE = "default_database"
 _DEFAULT_TENANT = "default_tenant"
 
 _lock = threading.Lock()
 _clients: dict[tuple[int, ConnectionSettings, str], ClientAPI] = {}
+_known_databases: set[tuple[ConnectionSettings, str]] = set()
 
 
 def _session(settings: ConnectionSettings, headers: Any = None, limits: httpx.Limits | None = None) -> BoundedSession:
@@ -67,26 +64,20 @@ def _install_session(server: Any, settings: ConnectionSettings) -> None:
 _building = threading.local()  # .settings while get_client constructs a client
 
 
+@functools.cache
 def _client_class() -> type[ClientAPI]:
     """chromadb's ``Client``, with the bounded session installed before its first request.
 
-    ``chromadb.HttpClient`` calls the server from its constructor (``/auth/identity``, tenant,
-    database) on a session without any timeout: a server that answers the heartbeat but not
-    those hangs the constructor forever. ``get_user_identity`` is the constructor's first call.
+    Its constructor calls the server (identity, tenant, database) without a timeout: a server
+    that answers the heartbeat but not those would hang it forever.
     """
-    global _CLIENT_CLASS
-    if _CLIENT_CLASS is None:
 
-        def bound(server: Any) -> None:
-            settings = getattr(_building, "settings", None)
-            if settings is not None:
-                _install_session(server, settings)
+    def bound(server: Any) -> None:
+        settings = getattr(_building, "settings", None)
+        if settings is not None:
+            _install_session(server, settings)
 
-        _CLIENT_CLASS = client_class_with_first_call_hook(bound)
-    return _CLIENT_CLASS
-
-
-_CLIENT_CLASS: type[ClientAPI] | None = None
+    return client_class_with_first_call_hook(bound)
 
 
 def _cause[E: BaseException](exc: BaseException, kind: type[E]) -> E | None:
@@ -99,27 +90,6 @@ def _cause[E: BaseException](exc: BaseException, kind: type[E]) -> E | None:
             return seen
         seen = seen.__cause__ or seen.__context__
     return None
-
-
-def refuse_local_client(client: Any) -> None:
-    """Raise :class:`OneOwnerError` when ``client`` is an in-process (Persistent/Ephemeral) client.
-
-    Args:
-        client: Any object a caller tried to use as a Chroma connection.
-
-    Raises:
-        OneOwnerError: Always for non-HTTP chromadb clients, with the fix.
-    """
-    settings = client_settings(client)
-    impl = getattr(settings, "chroma_api_impl", "")
-    if impl and "fastapi" not in str(impl).lower():
-        path = getattr(settings, "persist_directory", None)
-        raise OneOwnerError(
-            f"A local chromadb client ({type(client).__name__}, path={path!r}) cannot be used: "
-            "two processes opening the same PersistentClient path silently serve stale search "
-            "results. Run one server (`flux-chroma server --path DIR`) and give flux-chroma its "
-            "url= instead."
-        )
 
 
 def _not_chroma(url: str, path: str, response: httpx.Response, why: str) -> NotChromaServerError:
@@ -150,9 +120,6 @@ def _chroma_json(url: str, path: str, response: httpx.Response, key: str) -> dic
 
 def server_info(settings: ConnectionSettings) -> dict[str, Any]:
     """Probe the server's heartbeat and pre-flight checks, each request bounded as a whole.
-
-    Args:
-        settings: Connection settings.
 
     Returns:
         ``{"heartbeat": ..., "max_batch_size": ..., "version": ...}``.
@@ -200,17 +167,13 @@ def _connect_error(exc: BaseException, settings: ConnectionSettings) -> FluxChro
 
 
 def get_client(settings: ConnectionSettings, database: str | None = None) -> ClientAPI:
-    """Return this process's cached HttpClient for ``settings`` (and ``database``).
+    """Return this process's cached HttpClient for ``settings`` and ``database``.
 
-    Every request of the client (its constructor's included) is bounded as a whole: connect
-    within ``connect_timeout``, complete answer within ``read_timeout``.
+    Every request (the constructor's included) is bounded: ``connect_timeout`` to connect,
+    ``read_timeout`` for the complete answer.
 
     Args:
-        settings: Where the server is, with headers and timeouts.
         database: Chroma database name (``None`` = Chroma's default database).
-
-    Returns:
-        A ``chromadb`` client bound to the server.
 
     Raises:
         ChromaUnavailableError: The server is unreachable or did not answer in time.
@@ -239,8 +202,7 @@ def get_client(settings: ConnectionSettings, database: str | None = None) -> Cli
 
 
 def _chroma_settings(settings: ConnectionSettings) -> Any:
-    """chromadb ``Settings`` for an HTTP client of the server ``settings`` names (fresh each
-    time: chromadb's clients mutate the settings they are given)."""
+    """chromadb ``Settings`` for the server (fresh each time: chromadb's clients mutate them)."""
     from chromadb.config import Settings
 
     return Settings(
@@ -255,15 +217,7 @@ def _chroma_settings(settings: ConnectionSettings) -> Any:
 
 
 def admin_client(settings: ConnectionSettings) -> Any:
-    """A chromadb ``AdminClient`` of the server, with the same bounded requests as
-    :func:`get_client` (connect and read timeouts, TLS verification, headers).
-
-    Args:
-        settings: Where the server is.
-
-    Returns:
-        The admin client (databases: get, create, list, delete).
-    """
+    """A chromadb ``AdminClient`` of the server, its requests bounded like :func:`get_client`'s."""
     from chromadb import AdminClient
 
     admin = AdminClient(_chroma_settings(settings))
@@ -284,15 +238,7 @@ def forget_clients() -> None:
 
 
 def database_exists_or_create(settings: ConnectionSettings, database: str) -> None:
-    """Create ``database`` on the server through its admin API when it does not exist.
-
-    Args:
-        settings: Connection settings.
-        database: Database name (already validated).
-
-    Raises:
-        ChromaUnavailableError: The server is unreachable.
-    """
+    """Create ``database`` (already validated) through the admin API when it does not exist."""
     if (settings, database) in _known_databases:
         return
     try:
@@ -308,5 +254,3 @@ def database_exists_or_create(settings: ConnectionSettings, database: str) -> No
         raise classify_chroma_error(exc, action=f"create database {database!r}", url=settings.url) from None
     _known_databases.add((settings, database))
 
-
-_known_databases: set[tuple[ConnectionSettings, str]] = set()

@@ -1,12 +1,8 @@
 """Tenancy: validated tenant ids, collection names and the physical names they map to.
 
-Prefix mode (the default) stores tenant ``acme``'s collection ``handbook`` as the Chroma
-collection ``acme__handbook``. Tenant ids use lowercase letters, digits and single hyphens
-(no underscores), so the first ``__`` of a physical name always ends the tenant. Database
-mode keeps the short name and puts each tenant into its own Chroma database.
-
-Everything here is pure string validation: it runs before any network call, and each error
-names the rule that failed.
+Prefix mode (the default) stores tenant ``acme``'s ``handbook`` as ``acme__handbook``: tenant
+ids have no underscores, so the first ``__`` always ends the tenant. Database mode keeps the
+name and gives each tenant its own Chroma database. Pure string checks, before any network call.
 """
 
 from __future__ import annotations
@@ -26,20 +22,13 @@ TenantId = str
 
 _TENANT_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _SHORT_RE = re.compile(r"^[A-Za-z0-9._-]+$")
-_CHROMA_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
 
 
 def validate_tenant(tenant: object) -> str:
     """Check a tenant id and return it.
 
-    Rules: a string of 3-63 characters made of lowercase ASCII letters, digits and single
-    hyphens, starting and ending with a letter or digit (no underscores, no ``--``).
-
-    Args:
-        tenant: The candidate tenant id.
-
-    Returns:
-        The same tenant id.
+    Rules: 3-63 lowercase ASCII letters, digits and single hyphens, starting and ending with a
+    letter or digit (no underscores, no ``--``).
 
     Raises:
         TenantError: Missing or invalid tenant; the message names the rule.
@@ -61,45 +50,19 @@ def validate_tenant(tenant: object) -> str:
     return tenant
 
 
-def _chroma_rule(name: str, what: str) -> None:
-    if not 3 <= len(name) <= 512:
-        raise InvalidNameError(
-            f"{what} {name[:80]!r} must be 3-512 characters long (got {len(name)}): "
-            "Chroma's naming rule."
-        )
-    if not _CHROMA_RE.match(name):
-        raise InvalidNameError(
-            f"{what} {name[:80]!r} must start and end with a letter or digit and contain only "
-            "letters, digits, '.', '_' and '-': Chroma's naming rule."
-        )
-    if ".." in name:
-        raise InvalidNameError(f"{what} {name[:80]!r} must not contain '..': Chroma's naming rule.")
-    try:
-        ipaddress.ip_address(name)
-    except ValueError:
-        return
-    raise InvalidNameError(f"{what} {name!r} must not be an IP address: Chroma's naming rule.")
-
-
 def validate_collection_name(name: object) -> str:
     """Check a tenant-relative collection name and return it.
 
-    Rules: an ASCII string of 3-512 letters, digits, ``.``, ``_`` and ``-`` that starts
-    and ends with a letter or digit, contains neither ``..`` nor ``__`` (reserved as the
-    tenant separator), and is not an IP address.
-
-    Args:
-        name: The candidate collection name, as a user passes it.
-
-    Returns:
-        The same name.
+    Rules: 3-512 ASCII letters, digits, ``.``, ``_`` and ``-``, starting and ending with a
+    letter or digit, without ``..``, ``__`` (the tenant separator) or the ``fc.`` prefix, and
+    not an IP address.
 
     Raises:
         InvalidNameError: The name breaks a rule; the message names it.
     """
     if not isinstance(name, str):
         raise InvalidNameError(f"collection name must be a string, got {type(name).__name__}.")
-    if name == "" or name.strip() == "":
+    if not name.strip():
         raise InvalidNameError("collection name must not be empty or whitespace.")
     if not 3 <= len(name) <= 512:
         raise InvalidNameError(
@@ -139,10 +102,8 @@ class Namespace:
     """A tenant's namespace on one Chroma server.
 
     Args:
-        tenant: The validated tenant id.
         tenancy: ``"prefix"`` (collections named ``{tenant}__{name}`` in the default database)
-            or ``"database"`` (collections keep their name inside a database named after the
-            tenant).
+            or ``"database"`` (their own name, in a database named after the tenant).
     """
 
     tenant: str
@@ -166,20 +127,18 @@ class Namespace:
         return f"{self.tenant}{SEPARATOR}" if self.tenancy == "prefix" else ""
 
     def physical(self, name: object) -> str:
-        """Map a tenant-relative collection name to the Chroma collection name.
-
-        Args:
-            name: The collection name as the user passes it.
-
-        Returns:
-            The physical Chroma collection name, always inside this tenant's namespace.
+        """Map a tenant-relative collection name to the Chroma name, inside this namespace.
 
         Raises:
             InvalidNameError: The name breaks a rule.
         """
-        short = validate_collection_name(name)
-        full = self.prefix + short
-        _chroma_rule(full, "collection name")
+        full = self.prefix + validate_collection_name(name)
+        # A valid name and tenant can break only Chroma's length rule once prefixed.
+        if len(full) > 512:
+            raise InvalidNameError(
+                f"collection name {full[:80]!r} must be 3-512 characters long (got {len(full)}): "
+                "Chroma's naming rule."
+            )
         return full
 
     def owns(self, physical: str) -> bool:

@@ -1,13 +1,9 @@
 """The one-owner rule: a data directory is owned by at most one live Chroma server.
 
-Ownership is an exclusive ``flock`` on ``DIR/.flux-chroma.lock``. The locked file descriptor
-is also inherited by the ``chroma`` child, so the directory stays owned while either the
-owning process or the child is alive, and the kernel frees it when both are gone (a stale
-lock file left by a SIGKILLed owner is simply taken over). The lock file is never deleted:
-deleting it would let two processes lock two different files of the same name.
-
-The lock file holds the owner's details (chroma pid, owner pid, URL, start time) so that a
-second server refused by :func:`acquire_ownership` can say where to connect instead.
+Ownership is an exclusive ``flock`` on ``DIR/.flux-chroma.lock``, inherited by the ``chroma``
+child: it holds while either is alive and the kernel frees it when both are gone. Never delete
+the lock file: two processes could then lock two different files of the same name. It holds
+the owner's details so a refused second server can say where to connect instead.
 """
 
 from __future__ import annotations
@@ -29,10 +25,7 @@ LOCK_FILE_NAME = ".flux-chroma.lock"
 
 
 def acquire_ownership(path: Path) -> int:
-    """Create ``path`` if needed and lock its ownership file without blocking.
-
-    Args:
-        path: The Chroma data directory.
+    """Create the data directory ``path`` if needed and lock its ownership file (no blocking).
 
     Returns:
         The locked file descriptor (close-on-exec; pass it to the child explicitly).
@@ -86,11 +79,10 @@ def write_owner(fd: int, chroma_pid: int, url: str, path: Path) -> None:
 
 
 def _read_owner(fd: int) -> dict[str, Any]:
-    """The owner's details, or ``{}`` when unreadable or left by processes that are gone.
+    """The owner's details, or ``{}`` when unreadable or its processes are all gone.
 
-    A new owner truncates a stale record right after taking the lock; a process refused in
-    between would otherwise name the dead owner, so details whose processes are all gone are
-    treated as "starting".
+    A process refused between a new owner's lock and its truncation of the stale record would
+    otherwise name the dead owner.
     """
     try:
         info = json.loads(os.pread(fd, 65536, 0).decode("utf-8"))

@@ -1,10 +1,8 @@
 """Embedding-function pinning: a collection is only ever used with the model it was built with.
 
-When flux-chroma creates a collection it stores a *pin* in the collection metadata (key
-``fc_pin``): the embedding function's name and config, the vector dimension, the distance
-space, a fingerprint of the function's output on fixed canary texts, and the flux-chroma
-version. Every write and query compares the configured function against the pin before
-embedding anything. Chroma itself only compares names, and only when a function is passed.
+A new collection's metadata (key ``fc_pin``) records the function's name, config, dimension,
+distance space and output fingerprint; every write and query checks the configured function
+against it before embedding (Chroma itself only compares names, when a function is passed).
 """
 
 from __future__ import annotations
@@ -33,10 +31,6 @@ class PinSummary(TypedDict):
     """A pin as tasks report it (the ``embedding`` of a receipt, the ``pin`` of a listing).
 
     Attributes:
-        name: Embedding function name.
-        config: Embedding function config.
-        dimension: Vector dimension.
-        space: Distance space.
         fingerprint: Digest of the function's output on canary texts.
     """
 
@@ -52,10 +46,9 @@ class Pin:
     """The embedding identity a collection is pinned to.
 
     Args:
-        name: Embedding function name (``ef.name()``).
-        config: Embedding function config (``ef.get_config()``), JSON-able.
-        dimension: Vector dimension.
-        space: Distance space (``l2``, ``cosine`` or ``ip``).
+        name: ``ef.name()``.
+        config: ``ef.get_config()``, JSON-able.
+        space: ``l2``, ``cosine`` or ``ip``.
         fingerprint: Fingerprint of the function's output on canary texts.
         version: flux-chroma version that wrote the pin.
     """
@@ -69,14 +62,8 @@ class Pin:
 
     def to_metadata(self) -> dict[str, str]:
         """The collection-metadata entry that stores this pin."""
-        payload = {
-            "name": self.name,
-            "config": self.config,
-            "dimension": self.dimension,
-            "space": self.space,
-            "fingerprint": self.fingerprint.to_json(),
-            "version": self.version,
-        }
+        payload = {**self.summary(), "fingerprint": self.fingerprint.to_json()}
+        payload["version"] = self.version
         return {PIN_KEY: json.dumps(payload, sort_keys=True, separators=(",", ":"))}
 
     @classmethod
@@ -125,14 +112,7 @@ class Pin:
 
 
 def pin_for(ef: Any, space: str = DEFAULT_SPACE) -> Pin:
-    """Compute the pin describing an embedding function (fingerprint is cached per process).
-
-    Args:
-        ef: A chromadb embedding function.
-        space: Distance space of the collection.
-
-    Returns:
-        The pin.
+    """Compute the pin of a chromadb embedding function (fingerprint cached per process).
 
     Raises:
         ModelNotAvailableError: The function's model is not available on this worker.
@@ -149,12 +129,7 @@ def pin_for(ef: Any, space: str = DEFAULT_SPACE) -> Pin:
 
 
 def check_pin(pinned: Pin, configured: Pin, *, collection: str) -> None:
-    """Raise when the configured embedding identity differs from the collection's pin.
-
-    Args:
-        pinned: The pin stored on the collection.
-        configured: The pin of the function this task is configured with.
-        collection: Collection name for the message.
+    """Raise when the ``configured`` pin differs from the collection's ``pinned`` one.
 
     Raises:
         EmbeddingMismatchError: Name, config, dimension, space or fingerprint differ.
@@ -186,8 +161,8 @@ def check_pin(pinned: Pin, configured: Pin, *, collection: str) -> None:
 def ef_from_pin(pin: Pin, *, collection: str) -> Any:
     """Rebuild the embedding function a collection is pinned to.
 
-    ``default`` is served by :class:`~flux_chroma.embedding.FastDefaultEmbedding` (same
-    model, same vectors); other names come from chromadb's registry of known functions.
+    ``default`` is served by ``FastDefaultEmbedding`` (same vectors); other names come from
+    chromadb's registry of known functions.
 
     Raises:
         EmbeddingMismatchError: The pinned function is not available in this worker.

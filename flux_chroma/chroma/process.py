@@ -1,9 +1,5 @@
-"""Process management for :class:`~flux_chroma.chroma.server.ChromaServer`.
-
-Finding the ``chroma`` console script, picking and checking ports the way Chroma binds them,
-telling whether a child really listens on its port (``/proc``), stopping a child's process
-group, and reading the tail of its log.
-"""
+"""Process handling for :class:`~flux_chroma.chroma.server.ChromaServer`: the ``chroma``
+script, ports probed the way Chroma binds them, ``/proc`` listen checks, stopping, log tails."""
 
 from __future__ import annotations
 
@@ -65,10 +61,9 @@ def terminate(proc: subprocess.Popen[bytes], grace: float) -> None:
 
 
 def listens(pid: int, port: int) -> bool | None:
-    """Tell whether process ``pid`` holds a listening TCP socket on ``port``.
+    """Whether ``pid`` holds a listening TCP socket on ``port``, from ``/proc``.
 
-    Reads ``/proc`` (Linux). Returns None when that cannot be told (no procfs, unreadable
-    tables); the caller then trusts the heartbeat and the child still being alive.
+    None when that cannot be told (no procfs, unreadable tables): trust the heartbeat then.
     """
     try:
         fds = os.listdir(f"/proc/{pid}/fd")
@@ -93,12 +88,8 @@ def listens(pid: int, port: int) -> bool | None:
         for row in rows:
             # sl, local_address, rem_address, st (0A = LISTEN), ..., inode (index 9)
             fields = row.split()
-            if (
-                len(fields) > 9
-                and fields[3] == "0A"
-                and fields[1].endswith(suffix)
-                and fields[9] in inodes
-            ):
+            listening = len(fields) > 9 and fields[3] == "0A" and fields[1].endswith(suffix)
+            if listening and fields[9] in inodes:
                 return True
     return False if readable else None
 
@@ -134,8 +125,7 @@ def _bind_probe(host: str, port: int) -> int:
     with socket.socket(family, kind, proto) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         probe.bind(address)
-        bound: int = probe.getsockname()[1]
-        return bound
+        return int(probe.getsockname()[1])
 
 
 def free_port(host: str) -> int:

@@ -1,16 +1,8 @@
 """A managed local ``chroma run`` server for development, tests and ``flux-chroma server``.
 
-:class:`ChromaServer` starts ``chroma run --path DIR --host HOST --port PORT`` as a child
-process, waits until its heartbeat answers, and stops it with SIGTERM (then SIGKILL).
-
-One-owner rule: a data directory is owned by at most one live server (see
-:mod:`flux_chroma.chroma.ownership`); the child inherits the lock. Process handling (ports,
-``/proc`` checks, stopping, log tails) lives in :mod:`flux_chroma.chroma.process`.
-
-Chroma's output goes to ``log_path``. By default that is ``chroma.log`` in a fresh temporary
-directory (never inside the data directory); it is deleted by a clean :meth:`ChromaServer.stop`
-and kept when the server fails, and every :class:`~flux_chroma.errors.ServerStartError` quotes
-its path and its last lines.
+The child inherits the data directory's ownership lock (:mod:`flux_chroma.chroma.ownership`).
+Its default log is a fresh temporary ``chroma.log`` (never inside the data directory), deleted
+by a clean stop and kept on failure; every ``ServerStartError`` quotes its path and last lines.
 """
 
 from __future__ import annotations
@@ -61,23 +53,17 @@ _TAIL_LINES = 20
 
 
 class ChromaServer:
-    """A ``chroma run`` child process that owns one data directory.
-
-    Use it as a context manager or call :meth:`start` and :meth:`stop`::
-
-        with ChromaServer("./chroma-data") as server:
-            client = chromadb.HttpClient(host=server.host, port=server.port)
+    """A ``chroma run`` child process that owns one data directory (also a context manager).
 
     Args:
         path: The Chroma data directory (created when missing).
         host: Address to listen on. Anything but a loopback address triggers a warning,
             because the Chroma 1.5 server has no authentication.
-        port: TCP port; 0 picks a free port (and retries a fresh one if it is taken
-            between picking and binding).
-        startup_timeout: Seconds to wait for the heartbeat before giving up.
-        stop_grace: Seconds to wait after SIGTERM before sending SIGKILL.
-        log_path: File that receives Chroma's stdout and stderr (appended to). Default:
-            ``chroma.log`` in a fresh temporary directory, deleted by a clean :meth:`stop`.
+        port: TCP port; 0 picks a free one (retried if taken between picking and binding).
+        startup_timeout: Seconds to wait for the heartbeat.
+        stop_grace: Seconds to wait after SIGTERM before SIGKILL.
+        log_path: File receiving Chroma's output (appended). Default: a temporary
+            ``chroma.log``, deleted by a clean :meth:`stop`.
 
     Raises:
         ConfigurationError: ``port``, ``startup_timeout`` or ``stop_grace`` is out of range.
@@ -115,8 +101,6 @@ class ChromaServer:
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock_fd: int | None = None
         self._state = threading.RLock()
-
-    # ------------------------------------------------------------------ properties
 
     @property
     def path(self) -> Path:
@@ -158,13 +142,8 @@ class ChromaServer:
         proc = self._proc
         return proc is not None and proc.poll() is None
 
-    # ------------------------------------------------------------------ lifecycle
-
     def start(self) -> Self:
         """Take ownership of the data directory, launch ``chroma run`` and wait until it answers.
-
-        Returns:
-            This server, so ``server = ChromaServer(path).start()`` works.
 
         Raises:
             ServerStartError: Already started, ``chroma`` not installed, port taken, the
@@ -198,9 +177,9 @@ class ChromaServer:
             return self
 
     def stop(self) -> None:
-        """Stop the child (SIGTERM, then SIGKILL after ``stop_grace``) and release the directory.
+        """Stop the child (SIGTERM, SIGKILL after ``stop_grace``) and release the directory.
 
-        Safe to call more than once and on a server that was never started.
+        Idempotent; a no-op on a server never started.
         """
         with self._state:
             proc, lock_fd = self._proc, self._lock_fd
@@ -217,14 +196,13 @@ class ChromaServer:
                 self._temp_log_dir = None
 
     def wait_forever(self) -> None:
-        """Block until SIGINT or SIGTERM arrives, then :meth:`stop` cleanly (foreground mode).
+        """Block until SIGINT or SIGTERM, then :meth:`stop` (foreground mode).
 
-        Signal handlers are installed only while waiting and only in the main thread; in
-        another thread this returns once :meth:`stop` is called elsewhere.
+        Signal handlers are installed only in the main thread; in another thread this returns
+        once :meth:`stop` is called elsewhere.
 
         Raises:
-            ServerStartError: The server is not started, or the ``chroma`` child exited on
-                its own (the message quotes the log tail).
+            ServerStartError: Not started, or the child exited on its own (quotes the log tail).
         """
         if self._proc is None:
             raise ServerStartError(
@@ -257,7 +235,6 @@ class ChromaServer:
                 signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
     def __enter__(self) -> Self:
-        """Start the server unless it is already running; return it."""
         if self._proc is None:
             self.start()
         return self
@@ -268,15 +245,11 @@ class ChromaServer:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        """Stop the server."""
         self.stop()
 
     def __repr__(self) -> str:
-        """Show the data directory and, while running, the pid and URL."""
         state = f"running pid={self.pid} url={self.url}" if self._proc else "stopped"
         return f"ChromaServer(path={str(self._path)!r}, {state})"
-
-    # ------------------------------------------------------------------ internals
 
     def _open_log(self) -> None:
         if self._user_log_path is not None:
@@ -360,8 +333,7 @@ class ChromaServer:
                     # holds the port while our child is still about to fail binding it.
                     ok = http.get(heartbeat).status_code == 200
                     if ok and listens(proc.pid, self._port) is not False:
-                        code = proc.poll()
-                        return None if code is None else code
+                        return proc.poll()
                 if time.monotonic() >= deadline:
                     raise ServerStartError(
                         f"Chroma server for {self._path} did not answer {heartbeat} within "

@@ -1,20 +1,11 @@
 """Connection settings: where the ONE Chroma server is and how to talk to it.
 
-Settings come from explicit task options first, then from the environment:
-
-* ``FLUX_CHROMA_URL``: server URL, default ``http://localhost:8000``.
-* ``FLUX_CHROMA_TOKEN``: optional token, sent as ``Authorization: Bearer <token>`` (for a
-  token-checking proxy or Chroma Cloud; the 1.5 server itself has no authentication).
-* ``FLUX_CHROMA_HEADERS``: optional JSON object of extra HTTP headers.
-* ``FLUX_CHROMA_CONNECT_TIMEOUT`` / ``FLUX_CHROMA_READ_TIMEOUT``: seconds (defaults 5 and 60).
-
 Credentials never appear in ``repr()``, receipts, errors or the Flux event log: settings are
 task options (never task arguments), and their ``repr`` redacts header values.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 from collections.abc import Mapping
@@ -22,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from flux_chroma.chroma.process import is_loopback
 from flux_chroma.errors import ConfigurationError, OneOwnerError
 
 __all__ = ["DEFAULT_URL", "ConnectionSettings"]
@@ -85,8 +77,7 @@ class ConnectionSettings:
 
     Args:
         url: ``http(s)://host:port`` of the Chroma server.
-        headers: Extra HTTP headers (e.g. a proxy token). Values are redacted in ``repr``.
-        connect_timeout: Seconds to establish a connection.
+        headers: Extra HTTP headers (e.g. a proxy token), redacted in ``repr``.
         read_timeout: Seconds for each whole request once connected (send + complete answer).
         ssl_verify: Verify TLS certificates (https only).
     """
@@ -130,13 +121,7 @@ class ConnectionSettings:
     @property
     def is_loopback(self) -> bool:
         """True when the server address is on this machine."""
-        host = self.host
-        if host == "localhost":
-            return True
-        try:
-            return ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            return False
+        return is_loopback(self.host)
 
     def header_dict(self) -> dict[str, str]:
         """A fresh header dict (chromadb mutates the dict it is given)."""
@@ -161,14 +146,11 @@ class ConnectionSettings:
 
         Args:
             url: Server URL; default ``FLUX_CHROMA_URL`` or ``http://localhost:8000``.
-            headers: Extra headers; merged over ``FLUX_CHROMA_HEADERS``.
-            token: Bearer token; default ``FLUX_CHROMA_TOKEN``.
+            headers: Extra headers; merged over ``FLUX_CHROMA_HEADERS`` (a JSON object).
+            token: Sent as ``Authorization: Bearer <token>`` (for a token-checking proxy or
+                Chroma Cloud); default ``FLUX_CHROMA_TOKEN``.
             connect_timeout: Seconds; default ``FLUX_CHROMA_CONNECT_TIMEOUT`` or 5.
             read_timeout: Seconds; default ``FLUX_CHROMA_READ_TIMEOUT`` or 60.
-            ssl_verify: Verify TLS certificates.
-
-        Returns:
-            Validated, frozen settings.
 
         Raises:
             ConfigurationError: A value is malformed.
