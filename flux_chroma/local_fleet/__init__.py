@@ -1,9 +1,6 @@
 """A local Flux fleet on loopback, as real OS processes: PostgreSQL, a Flux server, workers.
 
-One launcher for ``examples/distributed/run_local.py``, the benchmarks and the cluster tests:
-:class:`LocalFleet` (the Flux server and its workers), :class:`Processes` (every process in its
-own process group, stopped by the pid started) and :class:`LocalPostgres` (a throwaway
-PostgreSQL for Flux's state).
+The one launcher behind ``examples/distributed/run_local.py``, the benchmarks and cluster tests.
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
 """A Flux server and its workers on loopback, as real OS processes: :class:`LocalFleet`.
 
-The one launcher behind ``examples/distributed/run_local.py``, the benchmarks and the cluster
-tests. It starts ``flux start server`` (state in a throwaway PostgreSQL, what a fleet of
-several workers needs, or in SQLite for one node; anonymous access because everything listens
-on 127.0.0.1 only), fetches the workers' bootstrap token, starts ``flux start worker``
-processes that reach the Chroma server through ``FLUX_CHROMA_URL`` and the Flux server through
-``FLUX_WORKERS__SERVER_URL``, and waits until the server sees every worker online. Every process
-is stopped by the pid started here (:class:`~flux_chroma.local_fleet.Processes`).
-
-Example:
-    >>> with LocalFleet(Path("/tmp/fleet"), chroma_url, database="sqlite") as fleet:  # doctest: +SKIP
-    ...     fleet.start(workers=1)
-    ...     fleet.register(Path("examples/distributed/workflows.py"))
-    ...     fleet.run_sync("kb/ask", {"question": "refunds?"})
+The server keeps its state in a throwaway PostgreSQL (what several workers need) or SQLite, and
+allows anonymous access because everything listens on 127.0.0.1 only. Workers reach Chroma
+through ``FLUX_CHROMA_URL`` and the Flux server through ``FLUX_WORKERS__SERVER_URL``.
 """
 
 from __future__ import annotations
@@ -44,7 +34,7 @@ LIVENESS = {
     "FLUX_WORKERS__HEARTBEAT_TIMEOUT": "8",
     "FLUX_WORKERS__EVICTION_GRACE_PERIOD": "4",
 }
-"""Short worker liveness settings: a dead worker's executions are reclaimed after ~12 s, not ~60 s."""
+"""Short worker liveness: a dead worker's executions are reclaimed after ~12 s, not ~60 s."""
 
 
 class LocalFleet:
@@ -54,13 +44,10 @@ class LocalFleet:
         workdir: State and logs of every process (``WORKDIR/NAME/output.log``).
         chroma_url: ``FLUX_CHROMA_URL`` of the workers.
         database: ``"postgresql"`` (a throwaway PostgreSQL: several workers) or ``"sqlite"``.
-        server_env: Extra environment of the Flux server (dispatch mode, liveness, ...).
-        worker_env: Extra environment of every worker.
         keep_env: Prefixes of this process's ``FLUX_``/``CHROMA_`` variables the processes
-            inherit (e.g. the ``FLUX_CHROMA`` prefix: flux-chroma's own settings); all others are dropped.
-        preload: ``(folder, module)``: every Python process of a worker puts ``folder`` on
-            ``sys.path`` and imports ``module`` first (a ``sitecustomize``), e.g. to register
-            the embedding functions the jobs name.
+            inherit (see :func:`clean_env`); all others are dropped.
+        preload: ``(folder, module)`` every worker Python process puts on ``sys.path`` and
+            imports first (a ``sitecustomize``), e.g. to register embedding functions.
         processes: Start the processes in this group (to stop them together with others).
     """
 
@@ -96,13 +83,8 @@ class LocalFleet:
                 f"import sys\nsys.path.insert(0, {str(folder)!r})\nimport {module}  # noqa: F401\n"
             )
 
-    # ------------------------------------------------------------------ lifecycle
-
     def start(self, workers: int) -> Self:
-        """Start the database, the Flux server and workers ``worker-1`` ... ``worker-N``.
-
-        Returns:
-            The fleet, every worker online.
+        """Start the database, the Flux server and workers ``worker-1`` ... ``worker-N``, online.
 
         Raises:
             ServerStartError: A process exited or did not answer in time (its log tail).
@@ -117,7 +99,8 @@ class LocalFleet:
             }
         else:
             database = {"FLUX_DATABASE_URL": f"sqlite:///{home / 'flux.db'}"}
-        self.server_env = self._env(
+        self.server_env = clean_env(
+            self.keep_env,
             FLUX_HOME=str(home),
             FLUX_SECURITY__AUTH__ALLOW_ANONYMOUS="true",  # loopback only; configure auth in production
             **database,
@@ -140,21 +123,14 @@ class LocalFleet:
         self.stop()
 
     def _bootstrap_token(self) -> str:
-        """The token workers register with (what ``flux server bootstrap-token`` prints).
-
-        The server's own setting if given, else the token the server persisted in its home,
-        read with Flux's own ``read_persisted`` (what the command reads): the command costs a
-        Python start-up and a ``flux`` import, seconds on a busy machine. Without it, the command.
-        """
+        """The configured or persisted bootstrap token, else ``flux server bootstrap-token``'s
+        (the command costs a Python start-up, seconds on a busy machine)."""
         from flux.security.bootstrap_token import read_persisted
 
         configured = self.server_env.get("FLUX_WORKERS__BOOTSTRAP_TOKEN", "").strip()
         if configured:
             return configured
         return read_persisted(self.server_env["FLUX_HOME"]) or flux_cli(["server", "bootstrap-token"], self.server_env, 30).strip()
-
-    def _env(self, **extra: str) -> dict[str, str]:
-        return clean_env(self.keep_env, **extra)
 
     def start_server(self) -> None:
         """Start the Flux server (again, after :meth:`stop_server`: same port and database)."""
@@ -173,12 +149,9 @@ class LocalFleet:
         self.processes.signal("flux-server", sig, forget=True)
 
     def start_worker(self, name: str, *, server_url: bool = True) -> int:
-        """Start one worker (``server_url=False``: without ``FLUX_WORKERS__SERVER_URL``).
-
-        Returns:
-            Its pid (also its process group id).
-        """
-        env = self._env(
+        """Start one worker; its pid (``server_url=False``: no ``FLUX_WORKERS__SERVER_URL``)."""
+        env = clean_env(
+            self.keep_env,
             FLUX_HOME=str(self.workdir / name / ".flux"),
             FLUX_WORKERS__BOOTSTRAP_TOKEN=self.token,
             FLUX_CHROMA_URL=self.chroma_url,
@@ -202,8 +175,6 @@ class LocalFleet:
             self._http = None
         self.processes.stop()
 
-    # ------------------------------------------------------------------ use
-
     @property
     def http(self) -> httpx.Client:
         """An HTTP client of the Flux server (after :meth:`start`)."""
@@ -226,9 +197,7 @@ class LocalFleet:
         return {w["name"] for w in workers if isinstance(w, dict) and w.get("status") == "online"}
 
     def wait_online(self, names: list[str], guard: float = 90.0) -> None:
-        """Wait until the server sees ``names`` online (``guard`` only stops a hang).
-
-        Other workers may have exited meanwhile (a test that killed one waits for the rest).
+        """Wait until the server sees ``names`` online (others may have exited meanwhile).
 
         Raises:
             TimeoutError: They were not all online within ``guard`` seconds.
@@ -277,7 +246,7 @@ class LocalFleet:
         return data
 
     def wait_terminal(self, execution_id: str, guard: float) -> dict[str, Any]:
-        """Poll until the execution ends; ``guard`` only stops a hang.
+        """Poll until the execution ends.
 
         Raises:
             TimeoutError: It did not end within ``guard`` seconds.

@@ -1,18 +1,7 @@
-"""A throwaway PostgreSQL server for a local Flux fleet (what :class:`~flux_chroma.local_fleet.LocalFleet` uses by default).
+"""A throwaway PostgreSQL server for a local Flux fleet (SQLite suits a single worker only).
 
-A Flux server with several workers keeps its state in PostgreSQL: on SQLite the server warns
-"multi-worker fleets require PostgreSQL; expect lock contention and dispatch anomalies".
-This module starts a real PostgreSQL (the server binaries of ``postgresql-15``, found in
-``/usr/lib/postgresql/*/bin`` or on ``PATH``) in a temporary directory, on a free loopback
-port, with one database ``flux`` owned by a trust-authenticated user ``flux``::
-
-    with LocalPostgres() as pg:
-        env["FLUX_DATABASE_URL"] = pg.url   # postgresql+psycopg://flux@127.0.0.1:PORT/flux
-
-PostgreSQL refuses to run as root: when this runs as root, every PostgreSQL command runs as
-the ``postgres`` OS user (``runuser -u postgres --``) and the data directory is chowned to it.
-The server is stopped (fast shutdown, then SIGKILL of its process group) and its directory
-removed on exit. Install the binaries with ``apt-get install -y postgresql-15`` (Debian).
+PostgreSQL refuses to run as root: as root, every PostgreSQL command runs as the ``postgres``
+OS user (``runuser -u postgres --``) and the data directory is chowned to it.
 """
 
 from __future__ import annotations
@@ -69,9 +58,8 @@ class LocalPostgres:
     """A PostgreSQL server in a temporary directory on a free loopback port.
 
     Args:
-        parent: Folder for the temporary data directory (default: the system temp folder).
-            It must be reachable by the ``postgres`` user when running as root.
-        database: Database to create.
+        parent: Folder for the temporary data directory (default: the system temp folder),
+            reachable by the ``postgres`` user when running as root.
         user: Superuser to create (trust authentication, loopback only).
     """
 
@@ -114,7 +102,7 @@ class LocalPostgres:
         """initdb, start the server, wait until it answers, create the database.
 
         Raises:
-            PostgresUnavailable: A step failed (the message carries PostgreSQL's own words).
+            PostgresUnavailable: A step failed (with PostgreSQL's own words).
         """
         if self._as_postgres:
             entry = pwd.getpwnam("postgres")

@@ -1,9 +1,7 @@
 """OS processes of a local fleet, each in its own process group, stopped by the pid started.
 
-:class:`Processes` starts commands with their output in ``WORKDIR/NAME/output.log`` and stops
-them in reverse order: SIGTERM to the process group (whose id is the pid started here, so a
-worker's execution children stop with it), SIGKILL after 15 s. Nothing is found or stopped by
-name.
+The group id is the pid started here, so a worker's execution children stop with it; nothing
+is found or stopped by name.
 """
 
 from __future__ import annotations
@@ -27,10 +25,8 @@ from flux_chroma.local_fleet.postgres import LocalPostgres, free_port
 __all__ = ["Processes", "free_port", "tool", "clean_env", "wait_for", "flux_cli"]
 
 BIN = Path(sys.executable).parent
-STARTUP_TIMEOUT = 90.0
-"""Seconds a process may take to answer (a hang guard, not an expectation)."""
-RUN_TIMEOUT = 180.0
-"""Seconds a ``flux`` command may take."""
+STARTUP_TIMEOUT = 90.0  # seconds a process may take to answer (a hang guard)
+RUN_TIMEOUT = 180.0  # seconds a ``flux`` command may take
 
 
 class Processes:
@@ -53,11 +49,7 @@ class Processes:
             print(text, flush=True)
 
     def start_postgres(self) -> str:
-        """Start a throwaway PostgreSQL (:class:`LocalPostgres`); return its ``FLUX_DATABASE_URL``.
-
-        Raises:
-            PostgresUnavailable: PostgreSQL is not installed or did not start.
-        """
+        """Start a throwaway :class:`LocalPostgres`; return its ``FLUX_DATABASE_URL``."""
         self.postgres = LocalPostgres()
         self.postgres.start()
         self._say(f"started {'postgres':<9} pid {self.postgres.pid}")
@@ -69,12 +61,10 @@ class Processes:
         """Start ``argv`` in its own process group (so its children stop with it).
 
         Args:
-            name: Its name (its folder, its log, its line in :meth:`pids`).
-            argv: The command.
+            name: Its folder, its log, its key in :meth:`pids`.
             env: Its whole environment.
-            group: Peers that do not depend on each other, such as a fleet's workers: :meth:`stop`
-                stops them at once (when it reaches the last one started), so that their drains
-                do not add up.
+            group: Independent peers, such as a fleet's workers: :meth:`stop` stops them at once
+                (at the last one's turn), so their drains do not add up.
         """
         cwd = self.workdir / name
         cwd.mkdir(parents=True, exist_ok=True)
@@ -107,22 +97,20 @@ class Processes:
         """Send ``sig`` to the process group of ``name`` and wait for it to end.
 
         Args:
-            name: A process started here.
-            sig: The signal (``signal.SIGKILL`` ends a worker with its executions).
             forget: Drop it from the list afterwards (it may be started again under its name).
 
         Raises:
             KeyError: No process of that name was started.
         """
-        for entry in list(self.procs):
+        for entry in self.procs:
             proc_name, proc, _ = entry
             if proc_name == name and proc.poll() is None:
                 os.killpg(proc.pid, sig)  # the group id is the pid we started
                 proc.wait(timeout=30)
                 if forget:
-                    self.procs.remove(entry)
+                    self.procs.remove(entry)  # safe: the loop ends here
                 return
-        if not any(proc_name == name for proc_name, _, _ in self.procs):
+        if all(proc_name != name for proc_name, _, _ in self.procs):
             raise KeyError(name)
 
     def stop(self) -> None:
@@ -130,13 +118,10 @@ class Processes:
 
         In reverse start order; the members of a ``group`` together, at the last one's turn.
         """
-        stopped: set[int] = set()
-        for name, proc, _ in reversed(self.procs):
-            if proc.pid in stopped:
-                continue
-            group = self.groups.get(name)
-            batch = [(n, p) for n, p, _ in reversed(self.procs) if group is not None and self.groups.get(n) == group]
-            batch = batch or [(name, proc)]
+        batches: dict[object, list[tuple[str, subprocess.Popen[bytes]]]] = {}
+        for name, proc, _ in reversed(self.procs):  # key: its group, else the process itself
+            batches.setdefault(self.groups.get(name, proc), []).append((name, proc))
+        for batch in batches.values():
             for _, member in batch:
                 if member.poll() is None:
                     with contextlib.suppress(ProcessLookupError):
@@ -149,7 +134,6 @@ class Processes:
                     with contextlib.suppress(ProcessLookupError):
                         os.killpg(member.pid, signal.SIGKILL)
                     member.wait(timeout=10)
-                stopped.add(member.pid)
                 self._say(f"stopped {member_name:<9} pid {member.pid} (exit {member.returncode})")
         if self.postgres is not None:
             self.postgres.stop()
@@ -170,12 +154,11 @@ def tool(name: str) -> str:
 
 
 def clean_env(keep: Sequence[str] = (), **extra: str) -> dict[str, str]:
-    """This process's environment without Flux's and Chroma's settings, plus ``extra``.
+    """This process's environment without ``FLUX_``/``CHROMA_`` variables, plus ``extra``.
 
     Args:
-        keep: Prefixes of ``FLUX_``/``CHROMA_`` variables to pass through anyway
-            (the ``FLUX_CHROMA`` prefix: flux-chroma's own settings such as the model or cache).
-        **extra: Variables to set.
+        keep: Prefixes of ``FLUX_``/``CHROMA_`` variables to pass through anyway (e.g.
+            ``FLUX_CHROMA``: flux-chroma's own settings such as the model or cache).
 
     Returns:
         The environment, with this Python's ``bin`` folder first on ``PATH``.
@@ -193,17 +176,13 @@ def clean_env(keep: Sequence[str] = (), **extra: str) -> dict[str, str]:
 def wait_for(
     what: str, probe: Callable[[], Any], procs: Processes, name: str, timeout: float = STARTUP_TIMEOUT
 ) -> Any:
-    """Poll ``probe`` until it returns something true; fail at once when a process exits.
+    """Return ``probe``'s first true value; fail at once when one of ``procs`` exits.
 
     Args:
         what: What is awaited, for the message.
-        probe: Returns the awaited value (HTTP and OS errors count as "not yet").
-        procs: The processes whose early exit ends the wait.
+        probe: HTTP and OS errors it raises count as "not yet".
         name: The process whose log tail a timeout shows.
         timeout: Seconds (a hang guard).
-
-    Returns:
-        The probe's first true value.
 
     Raises:
         ServerStartError: A process exited, or the wait timed out.
