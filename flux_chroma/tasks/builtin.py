@@ -1,12 +1,8 @@
 """The public Flux tasks: ``embed_and_add``, ``query`` and tenant-scoped housekeeping.
 
-Each task is an ``async def`` under :func:`~flux_chroma.tasks.decorator.chroma_task`, so a
-:class:`~flux_chroma.tasks.task.ChromaTask` (an instance of ``flux.task``) defined once at
-import, whose signature is what Flux records and hashes. Configure it with
-``.with_options(tenant=..., url=..., ...)``; the body reads those options with
-:func:`~flux_chroma.tasks.context.chroma_options`.
-Blocking client calls run in a worker thread so Flux's ``timeout=`` can interrupt a task
-whose server froze, and ``parallel()`` can overlap tasks.
+Configure them with ``.with_options(tenant=..., url=..., ...)``. Blocking client calls run in a
+worker thread so Flux's ``timeout=`` can interrupt a task whose server froze, and
+``parallel()`` can overlap tasks.
 
 Example:
     >>> from flux_chroma import embed_and_add, query
@@ -58,10 +54,7 @@ async def embed_and_add(collection: str, docs: list[dict[str, Any]]) -> Receipt:
         docs: ``[{"id": str, "text": str, "metadata": dict (optional)}, ...]``.
 
     Returns:
-        A :class:`~flux_chroma.tasks.results.Receipt`: ``tenant``, ``collection``,
-        ``physical_name``, ``upserted``, ``added``, ``updated``, ``skipped``, ``embedded``,
-        ``cache_hits``, ``cache_misses``, ``truncated``, ``batches``, ``embedding`` (pin
-        summary), ``embed_seconds``, ``seconds``.
+        A :class:`~flux_chroma.tasks.results.Receipt` (counts, the pin, timings).
 
     Raises:
         TenantError: No or invalid tenant option.
@@ -70,16 +63,14 @@ async def embed_and_add(collection: str, docs: list[dict[str, Any]]) -> Receipt:
         EmbeddingMismatchError: The configured model differs from the collection's pin.
         ChromaUnavailableError: The server is unreachable (retried by Flux).
     """
-    options = chroma_options()
     documents = validate_documents(docs)
     target = await asyncio.to_thread(resolve_alias, chroma_target(collection))  # writers follow the alias
     send = emit_progress({"task": "embed_and_add", "collection": collection})
-    write_opts = options.write_options()
     return await asyncio.to_thread(
         write_documents,
         target,
         documents,
-        write_opts,
+        chroma_options().write_options(),
         progress=lambda done, total: send({"done": done, "total": total}),
     )
 
@@ -112,9 +103,8 @@ async def query(
             this one file, for collections ingested from ``files`` sources.
 
     Returns:
-        For one question, a list of :class:`~flux_chroma.tasks.results.Hit` dicts
-        (``{"id", "document", "metadata", "distance"}`` and ``"duplicates"`` when texts
-        were folded), best first; for a list of questions, one such list per question.
+        :class:`~flux_chroma.tasks.results.Hit` dicts, best first; for a list of questions,
+        one such list per question.
 
     Raises:
         TenantError: No or invalid tenant option.
@@ -154,18 +144,13 @@ async def query(
 
 @chroma_task(**_RETRY)
 async def list_collections() -> list[CollectionEntry]:
-    """List the tenant's collections.
-
-    Returns:
-        :class:`~flux_chroma.tasks.results.CollectionEntry` dicts (``{"name": short name,
-        "count": int, "pin": pin summary or None}``), sorted by name.
+    """List the tenant's collections, sorted by name (:class:`CollectionEntry` dicts).
 
     Raises:
         TenantError: No or invalid tenant option.
         ChromaUnavailableError: The server is unreachable.
     """
-    namespace = chroma_options().namespace()
-    return await asyncio.to_thread(_list_sync, namespace, chroma_settings())
+    return await asyncio.to_thread(_list_sync, chroma_options().namespace(), chroma_settings())
 
 
 @chroma_task(**_RETRY)
@@ -185,8 +170,7 @@ async def delete_collection(collection: str) -> dict[str, Any]:
             points at); nothing is deleted.
         ChromaUnavailableError: The server is unreachable.
     """
-    target = chroma_target(collection)
-    return await asyncio.to_thread(_delete_collection_sync, target)
+    return await asyncio.to_thread(_delete_collection_sync, chroma_target(collection))
 
 
 @chroma_task(**_RETRY)
@@ -203,7 +187,7 @@ async def delete_documents(
         where: Chroma metadata filter selecting records to delete.
 
     Returns:
-        ``{"collection": name, "deleted": number of records that existed and were deleted}``.
+        ``{"collection": name, "deleted": records that existed and were deleted}``.
 
     Raises:
         InvalidQueryError: Neither ``ids`` nor ``where`` given, or malformed.

@@ -1,16 +1,8 @@
 """What a running flux-chroma task can reach without taking it as an argument.
 
-A :func:`~flux_chroma.tasks.decorator.chroma_task` body is a plain ``async def`` whose
-parameters are exactly what Flux records and hashes. The task's flux-chroma options (tenant,
-URL, credentials, embedding function, ...) and the secrets Flux injected are set here for the
-duration of one call, in a :class:`contextvars.ContextVar`, so they never enter Flux's event
-log. ``asyncio.to_thread`` copies the context, so the helpers work in worker threads too.
-
-* :func:`chroma_options`: the task's :class:`~flux_chroma.tasks.options.ChromaOptions`.
-* :func:`chroma_target`: a tenant-relative collection name resolved inside the tenant's
-  namespace (validated; no request is made).
-* :func:`use_collection`: run a blocking operation on the tenant's collection in a worker
-  thread, after its embedding pin was checked, with chromadb errors classified.
+The task's options and the secrets Flux injected live in a :class:`contextvars.ContextVar` for
+the duration of one call, so they never enter Flux's event log. ``asyncio.to_thread`` copies
+the context, so the helpers work in worker threads too.
 """
 
 from __future__ import annotations
@@ -67,13 +59,9 @@ def _scope(helper: str) -> _Scope:
 
 
 def chroma_options() -> ChromaOptions:
-    """Return the running task's flux-chroma options.
+    """Return the running task's :class:`~flux_chroma.tasks.options.ChromaOptions`.
 
-    The options are those given to ``@chroma_task(...)`` and ``.with_options(...)``, with
-    the HTTP timeouts capped at the task's Flux ``timeout=`` when one is set.
-
-    Returns:
-        The task's :class:`~flux_chroma.tasks.options.ChromaOptions`.
+    HTTP timeouts are capped at the task's Flux ``timeout=`` when one is set.
 
     Raises:
         ConfigurationError: Called outside a running ``@chroma_task`` body.
@@ -89,10 +77,6 @@ def chroma_options() -> ChromaOptions:
 def chroma_settings() -> ConnectionSettings:
     """Return the running task's connection settings, credentials resolved.
 
-    Returns:
-        The settings (URL, headers, token from the options, the task's Flux secret or the
-        environment, timeouts), for :func:`~flux_chroma.chroma.connection.get_client`.
-
     Raises:
         ConfigurationError: Called outside a running ``@chroma_task`` body.
     """
@@ -103,13 +87,8 @@ def chroma_settings() -> ConnectionSettings:
 def chroma_target(collection: str) -> Target:
     """Resolve a tenant-relative collection name for the running task, without a request.
 
-    The name is validated and mapped into the task's tenant namespace (``{tenant}__{name}``
-    or the tenant's database), so no name can address another tenant's collection. The
-    connection settings include credentials from the task's options, Flux secret or
-    environment.
-
-    Args:
-        collection: Tenant-relative collection name.
+    The name is validated and mapped into the task's tenant namespace, so no name can
+    address another tenant's collection.
 
     Returns:
         The :class:`~flux_chroma.chroma.collections.Target` (``.physical`` is the Chroma
@@ -134,11 +113,10 @@ async def use_collection[T](
 ) -> T:
     """Run ``operation`` on the running task's collection in a worker thread.
 
-    The collection is resolved by name inside the tenant's namespace, its embedding pin is
-    checked against the task's ``embedding_function`` (``adopt=`` and ``space=`` apply), and
-    every chromadb/httpx error ``operation`` raises is mapped to a typed flux-chroma error
-    (transient ones are retried by Flux, permanent ones fail at once). A cached handle whose
-    collection was dropped and recreated is re-resolved once.
+    The collection's embedding pin is checked against the task's ``embedding_function``
+    (``adopt=`` and ``space=`` apply), and every chromadb/httpx error ``operation`` raises is
+    mapped to a typed flux-chroma error (transient ones are retried by Flux). A cached handle
+    whose collection was dropped and recreated is re-resolved once.
 
     Args:
         collection: Tenant-relative collection name.
@@ -146,12 +124,9 @@ async def use_collection[T](
             :class:`~flux_chroma.chroma.collections.Resolved` collection (``.collection`` is
             the chromadb handle, ``.ef`` the pinned embedding function, ``.pin`` the pin).
         create: Create (and pin) the collection when it is missing.
-        follow_alias: Resolve the tenant's alias of that name first, as every built-in task
-            does (default); ``False`` addresses the collection of that exact name.
+        follow_alias: Resolve the tenant's alias of that name first (default), as the
+            built-in tasks do.
         action: What ``operation`` does, for error messages (default: the task's name).
-
-    Returns:
-        What ``operation`` returns.
 
     Raises:
         ConfigurationError: Called outside a running ``@chroma_task`` body.

@@ -1,9 +1,4 @@
-"""``@chroma_task``: write a Flux task that gets flux-chroma's tenancy, pinning and errors.
-
-The model is flux-core's own library tasks (``flux/tasks/call.py``): a plain ``async def``
-under a decorator whose options configure the task, and whose signature is the API. The
-built-in tasks (``embed_and_add``, ``query``, ...) are written this way.
-"""
+"""``@chroma_task``: write a Flux task that gets flux-chroma's tenancy, pinning and errors."""
 
 from __future__ import annotations
 
@@ -31,24 +26,16 @@ def chroma_task(
 ) -> ChromaTask | Callable[[TaskFunction], ChromaTask]:
     """Turn an ``async def`` into a flux-chroma task (a :class:`ChromaTask`, a genuine Flux task).
 
-    The function's parameters are the task's arguments: Flux records and hashes exactly
-    those. The task's flux-chroma options (tenant, URL, credentials, embedding function, ...)
-    are never arguments; inside the body reach them with :func:`chroma_options`, resolve a
-    tenant-relative collection name with :func:`chroma_target`, or run a blocking operation
-    on the tenant's pin-checked collection with :func:`use_collection`. The task inherits
-    flux-chroma's behaviour: permanent errors fail at once and transient ones are retried
-    with Flux's retry options, HTTP timeouts are capped at ``timeout=``, unexpected errors
-    and exhausted retries are stored as readable, picklable errors, and credentials are
-    scrubbed from every stored error.
+    The function's parameters are the task's arguments, which Flux records and hashes; the
+    options never are. Inside the body use :func:`chroma_options`, :func:`chroma_target` or
+    :func:`use_collection`. Permanent errors fail at once, transient ones are retried, HTTP
+    timeouts are capped at ``timeout=``, and stored errors are picklable and credential-free.
 
     Args:
         func: The ``async def`` (when used as ``@chroma_task`` without parentheses).
-        **options: Flux task options (``retry_max_attempts``, ``retry_delay``,
-            ``retry_backoff``, ``timeout``, ``name``, ...) and flux-chroma options
-            (``tenant``, ``url``, ``embedding_function``, ``cache``, ...; see
-            :class:`ChromaOptions`). ``cache`` means embedding reuse, never Flux's output
-            cache. Usually only defaults go here; deployments add ``tenant=``/``url=`` with
-            ``.with_options(...)``.
+        **options: Flux task options (``retry_max_attempts``, ``timeout``, ``name``, ...) and
+            :class:`ChromaOptions` fields. ``cache`` means embedding reuse, never Flux's
+            output cache.
 
     Returns:
         The task, or a decorator that makes it.

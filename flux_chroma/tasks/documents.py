@@ -1,18 +1,9 @@
 """Looking at what is stored: whole documents, a hit with its neighbours, records, listings.
 
-Ingestion cuts a document into chunks whose ids are ``{document id}#{index}:{sha12}``
-(:func:`flux_chroma.ingest.chunking.chunk_id`). These tasks read a document back from its
-chunks, in index order, and rebuild its text:
-
-* with character offsets (``fc_start``/``fc_end`` metadata, when ingestion stored them) each
-  chunk is placed where it came from, so offsets into the returned text are the stored ones;
-* without offsets, the text that consecutive chunks share (the chunking overlap) is written
-  once: the longest end of a chunk that starts the next one. Whitespace between chunks that
-  did not overlap is not stored and comes back as one space.
-
-A files source's chunks carry ``fc_source`` and ``path``, so its document is read with one
-``where`` request; other documents are found by scanning ids (``include=[]``, one request
-per 5,000 records).
+Chunk ids are ``{document id}#{index}:{sha12}``. A document's text is rebuilt from its chunks
+in index order: at their ``fc_start``/``fc_end`` offsets when stored (so offsets into the
+returned text are the stored ones), else writing the overlap of consecutive chunks once.
+A files source's document is found with one ``where`` request, others by scanning ids.
 
 Example:
     >>> from flux_chroma import expand_hit, get_document
@@ -23,7 +14,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from itertools import pairwise
 from typing import Any, TypedDict
 
@@ -60,8 +51,7 @@ class Record(TypedDict):
         id: The record id.
         document: The stored text (``None`` if the record has none).
         metadata: The record's metadata, without flux-chroma's ``fc_*`` keys.
-        document_id: The document the chunk belongs to (the record id itself for a record
-            that is not a chunk).
+        document_id: The chunk's document (for a record that is not a chunk, its id).
         index: The chunk's position in its document (``None`` for a record that is not a chunk).
     """
 
@@ -77,7 +67,7 @@ class Passage(TypedDict):
 
     Attributes:
         document_id: The document's id (as the ingestion job named it).
-        text: The chunks' text joined in order, shared (overlapping) text written once.
+        text: The chunks' text joined in order, overlaps written once.
         chunks: The chunks, in index order.
         total_chunks: How many chunks the document has in the collection.
         complete: True when ``chunks`` is the whole document.
@@ -152,15 +142,18 @@ def _rows(got: Any) -> list[tuple[str, str | None, dict[str, Any] | None]]:
     return list(zip(ids, docs, metas, strict=True))
 
 
-def _scan_ids(collection: Any, keep: Callable[[str], bool]) -> list[str]:
-    found: list[str] = []
+def _pages(collection: Any, **kwargs: Any) -> Iterator[Any]:
     offset = 0
     while True:
-        got = collection.get(include=[], limit=_PAGE, offset=offset)
-        found += [str(i) for i in got["ids"] if keep(str(i))]
+        got = collection.get(limit=_PAGE, offset=offset, **kwargs)
+        yield got
         if len(got["ids"]) < _PAGE:
-            return found
+            return
         offset += _PAGE
+
+
+def _scan_ids(collection: Any, keep: Callable[[str], bool]) -> list[str]:
+    return [str(i) for got in _pages(collection, include=[]) for i in got["ids"] if keep(str(i))]
 
 
 def _chunks_of(collection: Any, doc_key: str, hint: dict[str, Any] | None) -> list[tuple[str, str | None, dict[str, Any] | None]]:
@@ -238,7 +231,7 @@ async def get_document(collection: str, document_id: str) -> Passage:
             path}`` for a files source), or the id of a record that is not a chunk.
 
     Returns:
-        A :class:`Passage` with every chunk (``complete`` is True) and the rebuilt text.
+        A :class:`Passage` with every chunk and the rebuilt text.
 
     Raises:
         InvalidQueryError: Empty id, or no document of that id in the collection.
@@ -308,14 +301,11 @@ async def expand_hit(collection: str, hit_id: str, window: int = 1) -> Passage:
 
 @chroma_task(**_RETRY)
 async def get_records(collection: str, ids: list[str]) -> list[Record]:
-    """Read records by id, in the order asked (ids that do not exist are left out).
+    """Read records by id as :class:`Record` dicts, in the order asked (missing ids left out).
 
     Args:
         collection: Tenant-relative collection name (an alias is followed).
         ids: Record ids (at most 5,000).
-
-    Returns:
-        :class:`Record` dicts.
 
     Raises:
         InvalidQueryError: ``ids`` is not a non-empty list of non-empty strings.
@@ -334,14 +324,11 @@ async def get_records(collection: str, ids: list[str]) -> list[Record]:
 
 @chroma_task(**_RETRY)
 async def list_documents(collection: str, where: dict[str, Any] | None = None) -> list[DocumentEntry]:
-    """List the documents stored in a collection with their chunk counts, sorted by id.
+    """List a collection's documents as :class:`DocumentEntry` dicts, sorted by id.
 
     Args:
         collection: Tenant-relative collection name (an alias is followed).
         where: Optional Chroma metadata filter (e.g. ``{"path": "guide.md"}``).
-
-    Returns:
-        :class:`DocumentEntry` dicts (``document_id``, ``path``, ``chunks``).
 
     Raises:
         InvalidQueryError: A malformed filter.
@@ -353,9 +340,7 @@ async def list_documents(collection: str, where: dict[str, Any] | None = None) -
 
     def read(resolved: Resolved) -> list[DocumentEntry]:
         counts: dict[str, DocumentEntry] = {}
-        offset = 0
-        while True:
-            got = resolved.collection.get(where=where, include=["metadatas"], limit=_PAGE, offset=offset)
+        for got in _pages(resolved.collection, where=where, include=["metadatas"]):
             for rid, _, meta in _rows(got):
                 meta = meta or {}
                 key = document_key(rid)
@@ -363,9 +348,6 @@ async def list_documents(collection: str, where: dict[str, Any] | None = None) -
                     key = f"{meta[_SOURCE_KEY]}/{meta['path']}"
                 entry = counts.setdefault(key, {"document_id": key, "path": meta.get("path") if isinstance(meta.get("path"), str) else None, "chunks": 0})
                 entry["chunks"] += 1
-            if len(got["ids"]) < _PAGE:
-                break
-            offset += _PAGE
         return sorted(counts.values(), key=lambda e: e["document_id"])
 
     return await use_collection(collection, read, action="list_documents")

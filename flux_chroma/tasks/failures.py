@@ -1,8 +1,4 @@
-"""How a flux-chroma task's failures are stored: typed, picklable, readable, credential-free.
-
-Used by :class:`~flux_chroma.tasks.task.ChromaTask`: :func:`final_error` when a task gives up,
-:func:`unrecordable` when Flux cannot hash an argument, :func:`scrub` before any error is stored.
-"""
+"""How a flux-chroma task's failures are stored: typed, picklable, readable, credential-free."""
 
 from __future__ import annotations
 
@@ -89,8 +85,7 @@ def unrecordable(
 def scrub(ex: Exception, credentials: list[str]) -> Exception:
     """The same error with every credential in its message replaced by ``***``.
 
-    Server and proxy error bodies end up in messages, and a hostile or careless proxy may quote
-    the headers it received; the stored error (event log, reload, JSON) must never carry them.
+    A proxy's error body may quote the headers it received; stored errors must never carry them.
     """
     if not isinstance(ex, FluxChromaError) or not ex.message:
         return ex

@@ -1,29 +1,10 @@
 """Hybrid retrieval on the Chroma server's own full-text index, and distinct results.
 
-A dense vector of a ~250-token chunk dilutes a single sentence, an identifier or a rare term,
-which is what people paste into a search box (an error message, an option name, a version).
-The local ``chroma run`` server has no BM25 or sparse index (``collection.search()`` and sparse
-vectors are Chroma Cloud only in 1.5), but it does keep a full-text index behind
-``where_document``. ``mode="hybrid"`` uses it:
-
-1. :func:`probes` picks the question's distinctive parts, most specific first: quoted
-   strings, the whole question as a phrase, identifiers and numbers (``fc_hash``,
-   ``--no-cache``, ``1.5.9``, ``ExecStart``), then the longest words that are not stopwords.
-2. :func:`combined_clause` folds every probe into ONE ``$regex`` alternation: one
-   ``collection.get`` (sent while the question is being embedded) returns the records holding
-   any probe with their texts. The server scans its text once per clause, so one clause
-   instead of one request per probe is what keeps hybrid's latency down. :func:`contains`
-   tells which record holds which probe; the records of rare probes (and those holding the
-   question word for word) are ranked by the question's vector with one
-   ``collection.query(ids=...)``, beside the dense query.
-3. :func:`fuse` ranks the union by weighted reciprocal rank fusion (RRF, k=60): a record
-   found by a specific probe rises even when the dense list missed it. Records that contain
-   the question itself (or a quoted part of it) word for word come first.
-
-No second index exists outside the server, so there is nothing to keep in sync.
-
-:func:`distinct` folds hits whose text is identical (same SHA-256 of the whitespace-normalised
-text) into the best-ranked one, which lists the others under ``duplicates``.
+A chunk's dense vector dilutes an identifier or a rare term; the server has no BM25 index but
+does keep a full-text one behind ``where_document``. :func:`probes` picks the question's
+distinctive parts, :func:`combined_clause` folds them into ONE ``$regex`` (the server scans
+its text once per clause, so one clause is what keeps latency down), and :func:`fuse` merges
+the lists by weighted reciprocal rank fusion. :func:`distinct` folds identical texts.
 """
 
 from __future__ import annotations
@@ -58,32 +39,14 @@ __all__ = [
 MODES = ("dense", "hybrid")
 """The retrieval modes of ``query``."""
 
-RRF_K = 60
-"""The rank constant of reciprocal rank fusion (Cormack et al., 2009)."""
-
+RRF_K = 60  # reciprocal rank fusion's rank constant (Cormack et al., 2009)
 MAX_PROBES = 4
-"""Full-text probes per question (all sent as one regular expression, see docs/retrieval.md)."""
-
-MAX_MATCHES = 1000
-"""Most record ids one full-text request returns; beyond it the specific probes (quoted,
-phrase, identifiers) are asked again without the words."""
-
-WORD_FILL = 4
-"""Words are probed only while a question has fewer probes than this (measured: filling every
-probe with words finds more answers to natural questions, and one request carries them all)."""
-
+MAX_MATCHES = 1000  # ids per full-text request; beyond it the specific probes are asked alone
+WORD_FILL = 4  # measured: filling every probe with words finds more natural-question answers
 WORD_WEIGHT = 1.0
-"""Fusion weight of a word probe (the dense list weighs 1)."""
-
-COMMON_FACTOR = 0.25
-"""A probe whose list came back full (a common term) counts this share of its weight."""
-
-NATURAL_DENSE_WEIGHT = 2.0
-"""Weight of the dense list when no record holds the question or a quoted part of it word
-for word (a question in the user's own words, where the vector knows best)."""
-
-MAX_PHRASE = 300
-"""Longest question (characters) still probed as a whole phrase."""
+COMMON_FACTOR = 0.25  # weight share of a probe whose list came back full (a common term)
+NATURAL_DENSE_WEIGHT = 2.0  # dense weight when nothing holds the question word for word
+MAX_PHRASE = 300  # longest question (characters) still probed as a whole phrase
 
 _MAX_TERM = 120
 _REGEX_META = frozenset("\\.+*?()|[]{}^$#&-~")
@@ -91,8 +54,7 @@ _QUOTED = re.compile(r'"([^"]{2,})"|“([^”]{2,})”|`([^`]{2,})`|\'([^\']{3,}
 _TOKEN = re.compile(r"[\w][\w.\-/:@+#]*[\w+#]|--?[\w][\w\-]*|\w")
 _TRIM = ".,;:!?)('\"`"
 
-# Words that say nothing about which record is meant (English function words and
-# question words). Probing them would only repeat the dense ranking.
+# English function and question words: probing them would only repeat the dense ranking.
 _STOPWORD_TEXT = """
     a about above after again against all also am an and any are as at be because been before
     being below between both but by can cannot could did do does doing done down during each
@@ -112,7 +74,7 @@ class Probe:
     """One full-text probe of a question.
 
     Attributes:
-        term: The text looked for (for reports and tests).
+        term: The text looked for.
         clause: The ``where_document`` clause that finds it.
         weight: Its weight in the fusion (the dense list weighs 1).
         kind: ``"quoted"``, ``"phrase"``, ``"identifier"`` or ``"word"``.
@@ -126,18 +88,13 @@ class Probe:
     @cached_property
     def folded(self) -> str:
         """The term as :func:`contains` compares phrases and words."""
-        return " ".join(self.term.casefold().split())
+        return fold(self.term)
 
 
 def escape_regex(text: str) -> str:
     """Escape ``text`` for the server's (Rust) regex syntax; whitespace runs match any whitespace.
 
-    Args:
-        text: Literal text.
-
-    Returns:
-        A pattern matching ``text`` literally, except that every run of whitespace matches
-        any run of whitespace (a pasted sentence may have been wrapped differently).
+    A pasted sentence may have been wrapped differently from the stored text.
     """
     parts = []
     for chunk in re.split(r"(\s+)", text):
@@ -163,17 +120,10 @@ def _pattern(probe: Probe) -> str:
 
 
 def combined_clause(found: Sequence[Probe]) -> dict[str, Any]:
-    """One ``where_document`` clause matching a record that holds any of ``found``.
+    """``{"$regex": "p1|p2|..."}`` matching a record that holds any of ``found`` (non-empty).
 
-    Identifiers keep their case; phrases and words are case-insensitive (``(?i:...)``
-    groups of the server's Rust regex syntax). One clause costs the server one scan of its
-    text, where an ``$or`` of clauses costs one scan each.
-
-    Args:
-        found: Probes of one question (at least one).
-
-    Returns:
-        ``{"$regex": "p1|p2|..."}``.
+    Identifiers keep their case; phrases and words are case-insensitive ``(?i:...)`` groups.
+    One clause costs the server one scan of its text; an ``$or`` costs one scan per clause.
     """
     return {"$regex": "|".join(_pattern(p) for p in found)}
 
@@ -186,13 +136,10 @@ def fold(text: str) -> str:
 def contains(probe: Probe, document: str | None, folded: str | None = None) -> bool:
     """Whether ``document`` holds ``probe``, as its ``where_document`` clause decides it.
 
-    Identifiers are matched exactly; phrases and words ignore case and treat any run of
-    whitespace as one space.
-
     Args:
         probe: The probe.
         document: The record's text.
-        folded: ``fold(document)`` when the caller already has it (checking several probes).
+        folded: ``fold(document)`` when the caller already has it.
     """
     if not document:
         return False
@@ -223,15 +170,13 @@ def probes(question: str, *, limit: int = MAX_PROBES, fill: int | None = None) -
         question: The question as the user typed it.
         limit: At most this many probes.
         fill: Words are added only while there are fewer probes than this (default
-            :data:`WORD_FILL`): each probe is a request, and a word says less than a phrase or
-            an identifier.
+            :data:`WORD_FILL`).
 
     Returns:
-        Quoted strings (weight 2), the whole question as a phrase when it has at least
-        three words, two of them not stopwords, and is at most :data:`MAX_PHRASE` characters
-        (weight 2), identifiers and numbers (exact case, weight 1.5), then the longest
-        non-stopword words of 4+ letters (any case, weight 1) up to ``fill`` probes in all. A
-        question of only stopwords or punctuation has no probes (hybrid then equals dense).
+        Quoted strings (weight 2), the whole question as a phrase when it has 3+ words, 2 of
+        them not stopwords, and at most :data:`MAX_PHRASE` characters (weight 2), identifiers
+        and numbers (exact case, weight 1.5), then the longest non-stopword words of 4+
+        letters (any case, weight 1). Only stopwords or punctuation: no probes.
     """
     fill = WORD_FILL if fill is None else fill
     out: list[Probe] = []
@@ -269,18 +214,14 @@ def fuse(
     full: Sequence[bool] | None = None,
     exact: Sequence[bool] | None = None,
 ) -> list[str]:
-    """Rank ids by weighted reciprocal rank fusion.
+    """Rank ids by weighted reciprocal rank fusion; ties keep first appearance (dense first).
 
     Args:
         lists: ``(ids nearest first, weight)`` per ranked list; the dense list first.
-        full: Per list, whether it came back full (its probe matched at least as many
-            records as were asked for, so the term is common); such a probe counts a quarter:
-            its list mostly repeats the dense order.
-        exact: Per list, whether it holds the records that contain the question itself or a
-            quoted part of it; those records come first (in fused order), the rest after.
-
-    Returns:
-        The ids, best first; ties keep the order of first appearance (dense first).
+        full: Per list, whether it came back full (a common term): it counts
+            :data:`COMMON_FACTOR` of its weight.
+        exact: Per list, whether it holds the records containing the question (or a quoted
+            part) word for word; those records come first.
     """
     scores: dict[str, float] = {}
     promoted: set[str] = set()
@@ -298,10 +239,7 @@ def fuse(
 
 
 def text_key(hit: Hit) -> str:
-    """What makes two hits "the same text": SHA-256 of the whitespace-normalised document.
-
-    A hit without a stored document is only the same as itself (its id).
-    """
+    """SHA-256 of the whitespace-normalised document (a hit without one: its id)."""
     document = hit.get("document")
     if document is None:
         return "id:" + str(hit["id"])
@@ -309,16 +247,7 @@ def text_key(hit: Hit) -> str:
 
 
 def distinct(hits: Sequence[Hit], k: int) -> list[Hit]:
-    """The first ``k`` hits with distinct texts; each lists the ids of its identical copies.
-
-    Args:
-        hits: Ranked hits (best first).
-        k: How many to keep.
-
-    Returns:
-        At most ``k`` hits; a hit with copies among ``hits`` has ``"duplicates": [ids]``
-        (in rank order). Copies outside ``hits`` are not known.
-    """
+    """The first ``k`` hits with distinct texts; copies among ``hits`` go to ``"duplicates"``."""
     kept: dict[str, Hit] = {}
     for hit in hits:
         key = text_key(hit)
@@ -331,35 +260,23 @@ def distinct(hits: Sequence[Hit], k: int) -> list[Hit]:
 
 
 def path_prefix_filter(prefix: str) -> dict[str, Any]:
-    """The ``where`` clause selecting records of files at or under ``prefix``.
+    """The ``where`` clause selecting records of files at or under folder or file ``prefix``.
 
-    Relies on two keys the ``files`` ingestion source stores: ``path`` (the file's path
-    relative to the source folder) and ``fc_dirs`` (every ancestor folder of it, e.g.
-    ``"a/b/c.md"`` -> ``["a", "a/b"]``).
-
-    Args:
-        prefix: A folder (``"docs/api"``; a trailing ``/`` is ignored) or one file's path.
-
-    Returns:
-        ``{"$or": [{"fc_dirs": {"$contains": prefix}}, {"path": {"$eq": prefix}}]}``.
+    Relies on the ``files`` source's ``path`` and ``fc_dirs`` (ancestor folders) keys.
     """
     clean = prefix.strip().strip("/")
     return {"$or": [{"fc_dirs": {"$contains": clean}}, {"path": {"$eq": clean}}]}
 
 
 def validate_mode(mode: Any) -> str:
-    """Check a retrieval mode.
-
-    Raises:
-        InvalidQueryError: ``mode`` is not one of :data:`MODES`.
-    """
+    """Check a retrieval mode (:class:`InvalidQueryError` when not in :data:`MODES`)."""
     if mode not in MODES:
         raise InvalidQueryError(f"mode={mode!r} is not a retrieval mode; use one of {', '.join(MODES)}.")
     return str(mode)
 
 
 def validate_path_prefix(prefix: Any) -> str | None:
-    """Check a folder/file prefix (relative, ``/``-separated, as ``files`` sources store paths).
+    """Check a relative ``/``-separated folder/file prefix; return it without edge slashes.
 
     Raises:
         InvalidQueryError: Not a string, empty, absolute, or with ``.``/``..`` segments.

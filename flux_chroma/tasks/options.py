@@ -1,7 +1,7 @@
 """flux-chroma's own task options, which sit beside Flux's (``tenant=``, ``url=``, ...).
 
-They live on the task object, never in task arguments, so they are neither recorded in
-Flux's event log nor hashed into task ids. That keeps tokens and headers out of the log.
+They live on the task object, never in task arguments, so tokens and headers stay out of
+Flux's event log and task ids.
 """
 
 from __future__ import annotations
@@ -131,14 +131,7 @@ class ChromaOptions:
         return target
 
     def write_options(self, **overrides: Any) -> WriteOptions:
-        """The :class:`~flux_chroma.tasks.writer.WriteOptions` these task options imply.
-
-        Args:
-            **overrides: Fields to set differently (e.g. ``extra_metadata``).
-
-        Returns:
-            ``WriteOptions`` with this task's embedding function, cache, space and adopt.
-        """
+        """These options' :class:`~flux_chroma.tasks.writer.WriteOptions`, with ``overrides``."""
         from flux_chroma.tasks.writer import WriteOptions
 
         fields_: dict[str, Any] = {

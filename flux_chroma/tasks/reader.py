@@ -1,18 +1,9 @@
 """The read path: question(s) -> pin check -> embed (+cache) -> dense or hybrid -> distinct -> dicts.
 
-Results are plain JSON-able dicts ``{"id", "document", "metadata", "distance"}`` (plus
-``"duplicates"`` when identical texts were folded, and ``"citation"`` for records of ingested
-files): no numpy (distributed Flux turns numpy into strings), no Chroma result objects, and
-none of flux-chroma's internal ``fc_*`` metadata keys in ``metadata`` (the citation keys are
-under ``citation``). Only the question's embedding may come from the cache, never the results.
-
-``mode="hybrid"`` fuses the dense list with full-text matches from the server's own index (see
-:mod:`flux_chroma.tasks.hybrid`): one ``get`` of the records matching any probe, sent while the
-question is embedded, then one ``query(ids=...)`` ranking the rare probes' records by vector
-beside the dense ``query``.
-``distinct=True`` returns each text once. A filter that matched nothing because it can never
-match (``$contains`` on a string-valued key, a folder prefix on a collection without folder
-metadata) raises :class:`InvalidQueryError` instead of returning an empty list.
+Hits are plain JSON-able dicts without numpy (distributed Flux turns numpy into strings) and
+without ``fc_*`` metadata keys. Only the question's embedding may come from the cache, never
+the results. A filter that can never match raises :class:`InvalidQueryError` instead of
+returning an empty list.
 """
 
 from __future__ import annotations
@@ -52,16 +43,14 @@ def public_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def citation(record_id: str, metadata: dict[str, Any] | None) -> dict[str, Any]:
-    """Where a stored chunk comes from, from its metadata (empty for records not ingested from files).
+    """Where a stored chunk comes from, from its metadata (``{}`` for records not ingested from files).
 
     Args:
         record_id: The record id; an ingested chunk's id is ``<document id>#<n>:<hash>``.
         metadata: The record's stored metadata, ``fc_*`` keys included.
 
     Returns:
-        ``document`` (the id before ``#``, for chunk ids), ``path`` (the file's relative path),
-        then ``heading``, ``page``, ``start``, ``end``, ``title`` and ``format`` where stored
-        (see :data:`CITATION_KEYS`); ``{}`` when the record has none of the ``fc_*`` keys.
+        ``document`` (for chunk ids), ``path``, then the :data:`CITATION_KEYS` names stored.
 
     Example:
         >>> citation("docs/a.md#2:9f06", {"path": "a.md", "fc_heading": "Setup", "fc_start": 10})
@@ -137,11 +126,7 @@ class _Search:
         return {str(i): d or "" for i, d in zip(result["ids"], result["documents"] or [], strict=True)}
 
     def matches(self, found: list[hybrid.Probe]) -> dict[str, str]:
-        """The records holding any probe, id -> text: one full-text request (two when it is cut).
-
-        Their texts come along (no second scan is needed to tell which record holds which
-        probe); their vectors' ranking comes later, from :meth:`by_ids`.
-        """
+        """The records holding any probe, id -> text: one full-text request (two when it is cut)."""
         if not found:
             return {}
         texts = self._texts(hybrid.combined_clause(found))
@@ -160,17 +145,14 @@ class _Search:
         self, question: str, vector: Any, n: int, sent: Future[dict[str, str]] | None, pool: ThreadPoolExecutor
     ) -> tuple[list[Hit], bool]:
         found = hybrid.probes(question, limit=hybrid.MAX_PROBES)
-        m = _ranked_matches(n, found)
         texts = sent.result() if sent is not None else self.matches(found)
         folded = {i: hybrid.fold(t) for i, t in texts.items()}
         holding = [[i for i, t in texts.items() if hybrid.contains(p, t, folded[i])] for p in found]
-        # Ranked by vector: every record of a rare probe (fewer matches than n) and every
-        # record holding the question (or a quoted part) word for word. A common probe's
-        # list is only what it shares with those: ranking all its matches would cost more
-        # than the dense query, for a list that mostly repeats the dense order.
+        # Ranked by vector: the records of rare probes (< n matches) and of exact phrases;
+        # ranking all of a common probe's matches would cost more than the dense query.
         chosen = {i for p, ids in zip(found, holding, strict=True)
                   if len(ids) < n or p.kind in ("quoted", "phrase") for i in ids}
-        ranked = pool.submit(self.by_ids, vector, sorted(chosen), m)
+        ranked = pool.submit(self.by_ids, vector, sorted(chosen), n * max(1, len(found)))
         dense = self.dense([vector], n)[0]
         matched = ranked.result()
         full = [len(ids) >= n for ids in holding]
@@ -186,11 +168,6 @@ class _Search:
             exact=[False] + [p.kind in ("quoted", "phrase") for p in found],
         )
         return [by_id[rid] for rid in order], len(lists[0]) >= n
-
-
-def _ranked_matches(n: int, found: list[hybrid.Probe]) -> int:
-    """How many full-text matches are ranked by vector: ``n`` per probe."""
-    return n * max(1, len(found))
 
 
 def _fetch_size(k: int, distinct: bool) -> int:
@@ -221,18 +198,16 @@ def query_collection(
         where_document: Validated document filter.
         ef: Configured embedding function, or ``None`` for the pinned one.
         cache: Embedding cache for the questions, or ``None``.
-        space: Expected distance space (``None`` = whatever the collection is pinned to).
-        mode: ``"dense"`` or ``"hybrid"`` (validated).
-        distinct: Return each text once (more candidates are fetched so ``k`` distinct
-            texts come back when the collection has them).
+        space: Expected distance space (``None``: the pinned one).
+        mode: ``"dense"`` or ``"hybrid"``.
+        distinct: Return each text once (more candidates are fetched to find ``k``).
         path_prefix: Validated folder or file path prefix (``files`` sources).
 
     Returns:
-        ``(hits per question, stats)`` where stats holds cache hits/misses and seconds.
+        ``(hits per question, stats)``; stats holds cache hits/misses and embedding seconds.
 
     Raises:
         InvalidQueryError: A filter matched nothing because it can never match.
-        FluxChromaError: Typed errors (not found, pin mismatch, unavailable, ...).
     """
     full_where = _and(where, hybrid.path_prefix_filter(path_prefix) if path_prefix else None)
 
@@ -260,7 +235,7 @@ def query_collection(
             embedded = embedder.embed(questions)
 
             def ranked(index: int, n: int) -> tuple[list[Hit], bool]:
-                """Candidates for question ``index`` and whether more exist beyond ``n``."""
+                """Candidates for question ``index``, and whether more may exist beyond ``n``."""
                 vector = embedded.vectors[index]
                 if mode == "hybrid":
                     return search.hybrid(questions[index], vector, n, sent[index], rank_pool)
@@ -313,10 +288,7 @@ def _contains_keys(where: Any, path: str = "where") -> list[tuple[str, str, Any]
 
 
 def _explain_no_hits(resolved: Resolved, where: dict[str, Any] | None, path_prefix: str | None) -> None:
-    """Raise when an empty answer comes from a filter that cannot match this collection.
-
-    Looks at a sample of stored metadata (one request, only after an empty answer).
-    """
+    """Raise when an empty answer comes from a filter that cannot match (samples 200 records)."""
     checks = _contains_keys(where)
     if not checks and not path_prefix:
         return

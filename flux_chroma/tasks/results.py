@@ -1,8 +1,6 @@
-"""The shapes of the tasks' outputs: plain JSON-able dicts, typed as ``TypedDict``.
+"""The shapes of the tasks' outputs, typed as ``TypedDict``.
 
-Task outputs live in Flux's event log and cross JSON hops, so they are plain ``dict``s, never
-objects. These types only describe them (for readers, editors and mypy); at run time a
-``Receipt`` is an ordinary ``dict``.
+Task outputs live in Flux's event log and cross JSON hops, so at run time they are plain dicts.
 """
 
 from __future__ import annotations
@@ -60,13 +58,11 @@ class Hit(TypedDict):
         document: The stored text (``None`` if the record has none).
         metadata: The record's metadata, without flux-chroma's ``fc_*`` keys.
         distance: Distance to the question in the collection's space (smaller is nearer).
-        duplicates: With ``distinct=True`` (the default), the ids of other records with
-            exactly the same text among the candidates, folded into this hit; absent when
-            there are none.
-        citation: Where the text comes from, for records of ingested files: ``document``
-            (the document id), ``path``, ``heading``, ``page``, ``start``/``end`` (character
-            offsets in the document's text), ``title``, ``format`` (the keys the record has;
-            stored as ``fc_*`` metadata, see docs/retrieval.md); absent when it has none.
+        duplicates: With ``distinct=True``, the ids of other candidates with exactly the same
+            text, folded into this hit; absent when there are none.
+        citation: Where the text comes from, for records of ingested files: ``document``,
+            ``path``, ``heading``, ``page``, ``start``/``end`` (character offsets in the
+            document), ``title``, ``format`` (those stored); absent when it has none.
     """
 
     id: str

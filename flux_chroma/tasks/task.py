@@ -1,20 +1,10 @@
 """``ChromaTask``: a genuine Flux task that also carries flux-chroma's options.
 
-``ChromaTask.with_options(...)`` accepts every Flux task option (``retry_max_attempts``,
-``timeout``, ``fallback``, ...) plus flux-chroma's (``tenant``, ``url``,
-``embedding_function``, ...; see :class:`~flux_chroma.tasks.options.ChromaOptions`) and returns a
-new task. ``cache=True`` is taken over: it means embedding reuse, never Flux's output cache
-(which SKIPS the task on a hit and would silently skip writes).
-
-Two engine adjustments, both confined to :meth:`ChromaTask.adjust_failure` (which Flux's
-task exception handler calls first: :func:`~flux_chroma.seams.route_task_failures`):
-
-* Permanent errors (validation, not found, pin mismatch, ...) fail at once: Flux's retry
-  loop is skipped for them. Transient ones (:class:`ChromaUnavailableError`, timeouts) are
-  retried with Flux's ``retry_max_attempts``/``retry_delay``/``retry_backoff``.
-* When retries run out, Flux 0.87 stores ``ExecutionError(RetryError(...))``, whose text is
-  ``"None"`` and which cannot be unpickled (the execution can no longer be loaded by id).
-  A flux-chroma task stores its own typed, picklable error instead, with the attempt count.
+``cache=True`` means embedding reuse, never Flux's output cache (which SKIPS the task on a hit
+and would silently skip writes). :meth:`ChromaTask.adjust_failure` (called first by Flux's
+exception handler, see :func:`~flux_chroma.seams.route_task_failures`) skips retries for
+permanent errors, and replaces what Flux 0.87 stores when retries run out
+(``ExecutionError(RetryError(...))``: text ``"None"``, cannot be unpickled) by a typed error.
 """
 
 from __future__ import annotations
@@ -43,18 +33,19 @@ __all__ = ["FLUX_OPTION_NAMES", "ChromaTask", "emit_progress", "split_options"]
 
 # ``task.with_options`` on the class is Flux's public decorator factory: it takes every task option.
 FLUX_OPTION_NAMES = frozenset(inspect.signature(task.with_options).parameters)
-
+_KEPT_FLUX_OPTIONS = (
+    "fallback", "rollback", "retry_max_attempts", "retry_delay", "retry_backoff", "timeout",
+    "config_requests", "output_storage", "metadata", "auth_exempt", "digest_exclude",
+    "requires_approval", "approval_target", "risk", "sensitive",
+)
 
 
 def split_options(owner: str, kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Split task options into flux-chroma's and Flux's (``cache`` is flux-chroma's).
+    """Split task options into ``(flux-chroma's, Flux's)`` (``cache`` is flux-chroma's).
 
     Args:
         owner: What received the options, for the error message.
         kwargs: The options.
-
-    Returns:
-        ``(chroma_options, flux_options)``.
 
     Raises:
         ConfigurationError: An option that is neither (a removed one says why).
@@ -73,11 +64,10 @@ def split_options(owner: str, kwargs: dict[str, Any]) -> tuple[dict[str, Any], d
 
 
 def _bounded(options: ChromaOptions, timeout: float) -> ChromaOptions:
-    """Cap the HTTP connect/read timeouts at the Flux task ``timeout`` (when one is set).
+    """Cap the HTTP timeouts at the Flux task ``timeout`` (when one is set).
 
-    Flux's ``timeout=`` abandons an attempt but cannot stop the worker thread blocked in an
-    HTTP call: without the cap that thread lives on until the read timeout (60 s by default)
-    and the execution cannot end before it (measured with a SIGSTOPped server).
+    Flux's ``timeout=`` cannot stop a worker thread blocked in HTTP: without the cap the
+    execution lasts until the read timeout (60 s; measured with a SIGSTOPped server).
     """
     if not timeout or timeout <= 0:
         return options
@@ -107,7 +97,7 @@ def _make_body(func: Callable[..., Any], name: str, options: ChromaOptions, time
             return await _traced(func, name, options.tenant, _collection_arg(signature, args, kwargs), args, kwargs)
 
     functools.update_wrapper(body, func)
-    body.__signature__ = inspect.signature(func)  # type: ignore[attr-defined]
+    body.__signature__ = signature  # type: ignore[attr-defined]
     return body
 
 
@@ -146,9 +136,7 @@ class ChromaTask(task):
 
     Args:
         func: The ``async def`` that is the task: its signature is what Flux records and
-            hashes, its docstring the task's. Inside it, :func:`~flux_chroma.chroma_options`,
-            :func:`~flux_chroma.chroma_target` and :func:`~flux_chroma.use_collection`
-            reach the task's options and its tenant's collections.
+            hashes, its docstring the task's.
         options: flux-chroma options.
         **flux_options: Flux task options (``retry_max_attempts``, ``timeout``, ...).
 
@@ -184,34 +172,12 @@ class ChromaTask(task):
         )
 
     def _flux_options(self) -> dict[str, Any]:
-        return {
-            "fallback": self.fallback,
-            "rollback": self.rollback,
-            "retry_max_attempts": self.retry_max_attempts,
-            "retry_delay": self.retry_delay,
-            "retry_backoff": self.retry_backoff,
-            "timeout": self.timeout,
-            "secret_requests": [s for s in self.secret_requests if s != self.options.token_secret],
-            "config_requests": self.config_requests,
-            "output_storage": self.output_storage,
-            "metadata": self.metadata,
-            "auth_exempt": self.auth_exempt,
-            "digest_exclude": self.digest_exclude,
-            "requires_approval": self.requires_approval,
-            "approval_target": self.approval_target,
-            "risk": self.risk,
-            "sensitive": self.sensitive,
-        }
+        kept = {name: getattr(self, name) for name in _KEPT_FLUX_OPTIONS}
+        kept["secret_requests"] = [s for s in self.secret_requests if s != self.options.token_secret]
+        return kept
 
     def _with_options(self, **kwargs: Any) -> ChromaTask:  # type: ignore[override]
-        """Return a new task with merged Flux and flux-chroma options.
-
-        Args:
-            **kwargs: Any Flux task option or flux-chroma option. ``cache`` means
-                embedding reuse.
-
-        Returns:
-            A new :class:`ChromaTask`; this one is unchanged.
+        """Return a new task with merged Flux and flux-chroma options (``cache``: embedding reuse).
 
         Raises:
             ConfigurationError: An unknown option, or an invalid value.
@@ -248,11 +214,6 @@ class ChromaTask(task):
     ) -> tuple[Exception, int]:
         """Skip retries for permanent errors; store a typed error when retries run out.
 
-        Args:
-            ex: The failure Flux is about to handle.
-            kwargs: The task's keyword arguments (for credentials to scrub).
-            retry_attempts: Attempts made so far.
-
         Returns:
             The error Flux records and the attempt count it sees (``retry_max_attempts``: final).
         """
@@ -284,11 +245,7 @@ class ChromaTask(task):
 
 
 def emit_progress(value: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
-    """Return a thread-safe callback that streams Flux progress from a worker thread.
-
-    Must be called inside the task body (it captures the running loop and the task's
-    context); the returned callback may then be called from any thread.
-    """
+    """Return a callback that streams Flux progress from any thread; call it in the task body."""
     from flux.tasks.progress import progress
 
     loop = asyncio.get_running_loop()

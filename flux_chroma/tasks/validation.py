@@ -1,9 +1,8 @@
 """Validation of documents, metadata and query arguments, before anything reaches the server.
 
-Chroma silently drops NaN/inf metadata values, turns ints >= 2**63 into floats, ignores
-duplicate-id semantics in surprising ways and accepts ``where`` shapes it later rejects. Each
-check here raises a typed error that names the culprit (document id or position, field,
-key), so a bad call fails before a single record is written.
+Chroma silently drops NaN/inf metadata values, turns ints >= 2**63 into floats and accepts
+``where`` shapes it later rejects. Each check raises a typed error naming the culprit, so a bad
+call fails before a single record is written.
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ __all__ = [
 ]
 
 RESERVED_PREFIX = "fc_"
-"""Metadata keys starting with this prefix are flux-chroma's own (content hash, source, ...)."""
+"""Metadata keys with this prefix are flux-chroma's own (content hash, source, ...)."""
 
 MAX_ID_LENGTH = 1024
 _INT_LIMIT = 2**63
@@ -40,13 +39,7 @@ _DOC_OPS = frozenset({"$contains", "$not_contains", "$regex", "$not_regex"})
 
 @dataclass(frozen=True)
 class Document:
-    """One validated record: id, text and metadata (plain JSON-able values).
-
-    Args:
-        id: Record id, unique within its collection.
-        text: The text that is embedded and stored as the Chroma document.
-        metadata: Flat metadata dict (str/int/float/bool or non-empty homogeneous lists).
-    """
+    """One validated record: id, text (embedded and stored) and flat JSON-able metadata."""
 
     id: str
     text: str
@@ -56,9 +49,7 @@ class Document:
 def utf8_problem(text: str) -> str | None:
     """Why ``text`` cannot be sent as UTF-8 (a lone surrogate, ...), or ``None`` when it can.
 
-    Python strings may hold lone surrogates (``"\\ud800"``, e.g. from ``json.loads`` of a broken
-    escape); they cannot be encoded, and chromadb fails on them deep inside a request, after
-    earlier batches were written.
+    chromadb fails on a lone surrogate deep inside a request, after earlier batches were written.
     """
     try:
         text.encode("utf-8")
@@ -102,14 +93,11 @@ def _describe_bad_value(value: Any) -> str:
 
 
 def validate_metadata(metadata: Any, *, where: str) -> dict[str, Any]:
-    """Check one metadata dict and return a plain copy.
+    """Check one metadata dict (``None``: empty) and return a plain copy.
 
     Args:
-        metadata: The candidate metadata (``None`` means empty).
+        metadata: The candidate metadata.
         where: Culprit description for messages, e.g. ``"document 'a1'"``.
-
-    Returns:
-        A new dict with the same keys and values.
 
     Raises:
         InvalidDocumentError: A key or value Chroma cannot store faithfully.
@@ -154,13 +142,7 @@ def validate_metadata(metadata: Any, *, where: str) -> dict[str, Any]:
 
 
 def validate_documents(docs: Any) -> list[Document]:
-    """Check a batch of documents ``{"id", "text", "metadata"?}`` and return them typed.
-
-    Args:
-        docs: A list of dicts.
-
-    Returns:
-        The validated documents in input order.
+    """Check a list of documents ``{"id", "text", "metadata"?}`` and return them typed, in order.
 
     Raises:
         InvalidDocumentError: A malformed document (named by id or position).
@@ -232,15 +214,8 @@ def _validate_field_condition(key: str, cond: Any, path: str) -> None:
 def validate_where(where: Any, path: str = "where") -> dict[str, Any] | None:
     """Check a Chroma ``where`` metadata filter (one key per dict; use ``$and``/``$or``).
 
-    Args:
-        where: The filter or ``None``.
-        path: Location used in messages.
-
-    Returns:
-        The same filter.
-
     Raises:
-        InvalidQueryError: The filter is malformed (message names the path).
+        InvalidQueryError: The filter is malformed (the message names ``path``).
     """
     if where is None:
         return None
@@ -300,13 +275,7 @@ def validate_k(k: Any, *, limit: int = 10_000) -> int:
 
 
 def validate_questions(questions: Any) -> tuple[list[str], bool]:
-    """Check query text(s).
-
-    Args:
-        questions: One string or a list of strings.
-
-    Returns:
-        ``(texts, single)``: the list of question texts, and whether one string was given.
+    """Check one question or a list of them; return ``(texts, whether one string was given)``.
 
     Raises:
         InvalidQueryError: Empty, whitespace or non-string questions.

@@ -1,9 +1,8 @@
 """The write path: validated documents -> (skip unchanged) -> embed (+cache) -> upsert batches.
 
-Idempotent by construction: records are upserted by id, each record's metadata carries a
-content hash (``fc_hash``), and a record whose stored hash already matches is skipped after
-asking the SERVER (never a cache) what it holds. Chroma's upsert merges metadata, so keys
-that disappeared from a record are explicitly deleted (set to ``None``) on rewrite.
+Idempotent: records are upserted by id with a content hash (``fc_hash``), and a record whose
+stored hash matches is skipped after asking the SERVER (never a cache). Chroma's upsert merges
+metadata, so keys that disappeared from a record are set to ``None`` on rewrite.
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ from flux_chroma.tasks.validation import Document
 __all__ = ["HASH_KEY", "WriteOptions", "content_hash", "write_documents"]
 
 HASH_KEY = "fc_hash"
-_INTERNAL_KEYS = frozenset({HASH_KEY})
 
 
 def content_hash(doc: Document) -> str:
@@ -44,10 +42,9 @@ class WriteOptions:
         cache: An :class:`~flux_chroma.embedding.EmbeddingCache` or ``None``.
         space: Distance space for new collections.
         adopt: Adopt an unpinned collection.
-        skip_unchanged: Skip records whose stored content hash matches (checked on the server).
-        extra_metadata: Metadata added to every record (reserved ``fc_*`` keys allowed).
-        record_metadata: Metadata added to single records, by id (reserved ``fc_*`` keys
-            allowed). Like ``extra_metadata`` it is not part of the content hash.
+        skip_unchanged: Skip records whose stored content hash matches.
+        extra_metadata: Metadata added to every record (``fc_*`` keys allowed; not hashed).
+        record_metadata: Metadata added to single records, by id (as ``extra_metadata``).
     """
 
     ef: Any = None
@@ -74,15 +71,7 @@ class _Tally:
 
 @dataclass
 class _Prepared:
-    """One server batch, decided, not yet written.
-
-    Attributes:
-        todo: Documents to upsert (new or changed).
-        metadatas: Their metadata as written (content hash added, vanished keys set to None).
-        added: New records among ``todo``.
-        updated: Changed records among ``todo``.
-        skipped: Unchanged records (not written).
-    """
+    """One server batch, decided, not yet written: ``todo`` (new or changed) and its metadata."""
 
     todo: list[Document]
     metadatas: list[dict[str, Any]]
@@ -91,14 +80,7 @@ class _Prepared:
     skipped: int
 
 
-def _max_batch(resolved: Resolved) -> int:
-    client = collection_server(resolved.collection)
-    size = int(client.get_max_batch_size())
-    return max(1, size)
-
-
 def _make_embedder(resolved: Resolved, opts: WriteOptions) -> Any:
-    """The :class:`~flux_chroma.embedding.CachingEmbedder` of a resolved collection."""
     from flux_chroma.embedding.embedder import CachingEmbedder
 
     return CachingEmbedder(
@@ -138,11 +120,7 @@ def _prepare_batch(resolved: Resolved, docs: Sequence[Document], opts: WriteOpti
 
 
 def _commit_batch(resolved: Resolved, prepared: _Prepared, embedder: Callable[[], Any], tally: _Tally) -> None:
-    """Embed (through the cache), then upsert one prepared batch.
-
-    ``embedder`` returns the :class:`~flux_chroma.embedding.CachingEmbedder` (called only when
-    a text needs embedding).
-    """
+    """Embed (through the cache), then upsert one prepared batch."""
     tally.skipped += prepared.skipped
     tally.added += prepared.added
     tally.updated += prepared.updated
@@ -169,29 +147,16 @@ def write_documents(
     *,
     progress: Callable[[int, int], None] | None = None,
 ) -> Receipt:
-    """Upsert validated documents into a tenant's collection, batch by batch.
+    """Upsert validated documents into a tenant's collection (created with a pin when missing).
 
     Each server batch is decided (one ``get`` of the stored hashes), embedded and upserted
-    before the next one is read.
-
-    Args:
-        target: The collection (created with a pin when missing).
-        docs: Validated documents with unique ids.
-        opts: Write options.
-        progress: Called with ``(documents done, total)`` after each batch.
-
-    Returns:
-        A JSON-able receipt (counts, embedding identity, timings).
-
-    Raises:
-        FluxChromaError: Typed errors from resolution, pin checks, embedding or the server.
+    before the next one is read; ``progress(done, total)`` is called after each.
     """
     started = time.perf_counter()
 
     def run(resolved: Resolved) -> tuple[Resolved, _Tally]:
         tally = _Tally()  # fresh per attempt: a re-resolution starts the count over
-        size = _max_batch(resolved)
-        # built when a text needs embedding
+        size = max(1, int(collection_server(resolved.collection).get_max_batch_size()))
         embedder = functools.cache(lambda: _make_embedder(resolved, opts))
         done = 0
         for start in range(0, len(docs), size):
