@@ -1,13 +1,5 @@
-"""The ``flux-chroma`` command: run a server, ingest, query, list, check, demo.
-
-Every command that talks to Chroma takes ``--url`` (default ``FLUX_CHROMA_URL`` or
-``http://localhost:8000``), ``--tenant`` (default ``FLUX_CHROMA_TENANT``) and ``--json``
-(machine-readable output on stdout). Flux workflows run inline, with Flux's state in
-``--flux-home`` (default ``FLUX_HOME`` or ``./.flux``). Errors print ``error:`` and
-``hint:`` lines on stderr (a traceback only with ``--debug``) and exit with a stable code:
-0 ok, 1 operation failed, 2 usage error, 3 server unreachable, 4 a doctor check failed,
-130 interrupted, 143 SIGTERM. See :mod:`flux_chroma.cli.support`.
-"""
+"""The ``flux-chroma`` typer app and its core commands; ``docs``, ``show``, ``eval``, ``watch``
+and ``tenant erase`` are registered from their own modules."""
 
 from __future__ import annotations
 
@@ -23,8 +15,15 @@ import typer
 from flux_chroma._version import __version__
 from flux_chroma.cli.support import (
     CliError,
+    Collection,
     Command,
+    Debug,
     ExitCode,
+    FluxHome,
+    JsonOut,
+    Tenancy,
+    Tenant,
+    Url,
     check_collection_target,
     check_settings,
     check_tenant,
@@ -47,21 +46,9 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-Url = Annotated[
-    str | None,
-    typer.Option("--url", metavar="URL", envvar="FLUX_CHROMA_URL", help="Chroma server URL [default: http://localhost:8000]."),
-]
-Tenant = Annotated[
-    str | None,
-    typer.Option("--tenant", "-t", metavar="TENANT", envvar="FLUX_CHROMA_TENANT", help="Tenant id (lowercase letters, digits, hyphens)."),
-]
-Tenancy = Annotated[str, typer.Option("--tenancy", metavar="MODE", help="'prefix' (tenant__name) or 'database' (one database per tenant).")]
-JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of tables.")]
-Debug = Annotated[bool, typer.Option("--debug", help="Print tracebacks on errors.")]
-Wide = Annotated[bool, typer.Option("--wide", help="Show every value whole (lines may pass the terminal's width).")]
-FluxHome = Annotated[
-    Path | None,
-    typer.Option("--flux-home", metavar="DIR", help="Folder for Flux's state (default: FLUX_HOME, else ./.flux)."),
+Wide = Annotated[
+    bool,
+    typer.Option("--wide", help="Show every value whole (lines may pass the terminal's width)."),
 ]
 
 
@@ -82,9 +69,6 @@ def _root(
     Exit codes: 0 ok, 1 operation failed, 2 usage error, 3 server unreachable,
     4 a doctor check failed, 130 interrupted, 143 SIGTERM.
     """
-
-
-# --------------------------------------------------------------------------- commands
 
 
 @app.command(cls=Command)
@@ -129,7 +113,7 @@ def server(
 @app.command(cls=Command)
 def ingest(
     paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Directories (text, Markdown, HTML, gzip; PDF, DOCX, PPTX with the documents extra), .jsonl files or single files.")],
-    collection: Annotated[str, typer.Option("--collection", "-c", metavar="NAME", help="Tenant-relative collection name.")],
+    collection: Collection,
     glob: Annotated[
         list[str] | None,
         typer.Option("--glob", metavar="PATTERN", help="File pattern for directories (repeatable) [default: every format whose converter is installed, README, NEWS, ...]."),
@@ -213,7 +197,7 @@ def ingest(
             relocate=relocate,
         )
         with use_flux_home(flux_home), ProgressReporter(quiet=json_out) as reporter, stop_on_signals(reporter):
-            run = run_ingest(job, on_progress=reporter.callback)
+            run = run_ingest(job, on_progress=reporter.update)
         code = report_run(run, json_out)
     if code:
         raise typer.Exit(int(code))
@@ -222,7 +206,7 @@ def ingest(
 @app.command(cls=Command)
 def query(
     text: Annotated[str, typer.Argument(metavar="TEXT", help="The question.")],
-    collection: Annotated[str, typer.Option("--collection", "-c", metavar="NAME", help="Tenant-relative collection name.")],
+    collection: Collection,
     k: Annotated[int, typer.Option("-k", "--k", metavar="N", help="Number of hits.")] = 5,
     where: Annotated[str | None, typer.Option("--where", metavar="JSON", help='Metadata filter as JSON, e.g. \'{"topic": "db"}\'.')] = None,
     where_document: Annotated[
@@ -420,10 +404,8 @@ def demo(
 def _register_more() -> None:
     from flux_chroma.cli import eval_cmd, stored, tenant, watch
 
-    stored.register(app)  # docs, show
-    eval_cmd.register(app)  # eval
-    watch.register(app)  # watch
-    tenant.register(app)  # tenant erase
+    for module in (stored, eval_cmd, watch, tenant):
+        module.register(app)
 
 
 _register_more()

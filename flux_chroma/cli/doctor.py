@@ -1,21 +1,5 @@
-"""``flux-chroma doctor``: check a deployment before it bites.
-
-Each check returns :class:`Check` results with status ``ok``, ``warn``, ``fail`` or
-``skip``. The checks, in order:
-
-* ``server``: the Chroma server answers its heartbeat at the configured URL.
-* ``versions``: the installed chromadb and flux-core are inside the ranges flux-chroma
-  declares, and the server speaks the API major version the client does.
-* ``model``: the default embedding model loads from local files, offline
-  (``FLUX_CHROMA_MODEL_DIR`` when set, else Chroma's model cache).
-* ``pin``: every collection of the tenant (or of the default database) carries a readable
-  pin that matches the embedding function flux-chroma would use, and its stored vectors
-  have the pinned dimension.
-* ``persistent-client``: no ``PersistentClient(`` call in the project's ``.py`` files.
-* ``filesystem``: the data, cache, model and Flux folders are not on NFS, SMB or FUSE.
-
-The last two live in :mod:`flux_chroma.cli.host_checks`.
-"""
+"""``flux-chroma doctor``: server, versions, model and pin checks, run in order by
+:func:`run_doctor` with the host checks of :mod:`flux_chroma.cli.host_checks`."""
 
 from __future__ import annotations
 
@@ -42,18 +26,8 @@ _REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s
 _CLAUSE = re.compile(r"^\s*(==|!=|>=|<=|>|<|~=)\s*([0-9][0-9A-Za-z.]*)\s*$")
 
 
-# --------------------------------------------------------------------------- server, versions
-
-
 def check_server(settings: ConnectionSettings) -> tuple[Check, dict[str, Any] | None]:
-    """Probe the server's heartbeat with the configured timeouts.
-
-    Args:
-        settings: Where the server is.
-
-    Returns:
-        The check, and the server info (``None`` when unreachable).
-    """
+    """Probe the server's heartbeat; return the check and the server info (None: unreachable)."""
     from flux_chroma.chroma.connection import server_info
 
     try:
@@ -118,9 +92,6 @@ def check_versions(server: dict[str, Any] | None) -> list[Check]:
 
     Args:
         server: The server info from :func:`check_server`, or None when unreachable.
-
-    Returns:
-        One check per package, plus one for the server API version.
     """
     ranges = _declared_ranges()
     checks: list[Check] = []
@@ -165,15 +136,11 @@ def check_versions(server: dict[str, Any] | None) -> list[Check]:
     return checks
 
 
-# --------------------------------------------------------------------------- model, pins
-
-
 def check_model() -> tuple[Check, Any]:
-    """Check that the default embedding model loads from local files (never downloads).
+    """Check that the default model loads from local files (never downloads).
 
     Returns:
-        The check, and a loaded :class:`~flux_chroma.embedding.FastDefaultEmbedding` (None
-        when the model is not available).
+        The check, and the loaded ``FastDefaultEmbedding`` (None when unavailable).
     """
     from flux_chroma.embedding import FastDefaultEmbedding, compute_fingerprint
 
@@ -227,16 +194,13 @@ def _pin_check(collection: Any, label: str, model_ef: Any) -> Check:
 
 
 def check_pins(settings: ConnectionSettings, tenant: str | None, tenancy: str, model_ef: Any) -> list[Check]:
-    """Check the pin of every collection of ``tenant`` (or of the default database).
+    """Check that each collection of ``tenant`` (None: the default database) has a matching pin.
 
     Args:
         settings: Where the server is.
         tenant: The tenant, or None for every collection in Chroma's default database.
         tenancy: ``prefix`` or ``database``.
         model_ef: The loaded default embedding function (None when unavailable).
-
-    Returns:
-        One check per collection (a single ``ok`` check when there is none).
     """
     from flux_chroma.chroma.connection import get_client
     from flux_chroma.chroma.naming import Namespace
@@ -271,7 +235,7 @@ def run_doctor(
     paths: dict[str, Path] | None = None,
     mounts_file: Path = Path("/proc/mounts"),
 ) -> list[Check]:
-    """Run every check in order.
+    """Run every check in order and return the results.
 
     Args:
         settings: Where the server is.
@@ -280,11 +244,7 @@ def run_doctor(
         project: Folder scanned for PersistentClient use (None: skip the scan).
         paths: Folders whose filesystem is checked.
         mounts_file: The mount table.
-
-    Returns:
-        Every check result.
     """
-
     checks: list[Check] = []
     server_check, info = check_server(settings)
     checks.append(server_check)

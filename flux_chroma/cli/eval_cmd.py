@@ -23,8 +23,10 @@ __all__ = ["eval_command", "register", "report_lines"]
 
 
 def report_lines(report: dict[str, Any]) -> list[str]:
-    """The report as aligned text lines: one row per mode, then per kind and mode (when the set
-    mixes kinds). ``hit@k`` is in the JSON report only, to keep a row within 80 columns."""
+    """The report as aligned rows per mode, then per kind and mode when the set mixes kinds.
+
+    ``hit@k`` is in the JSON report only, to keep a row within 80 columns.
+    """
     ks = report["k"]
     columns = [f"recall@{k}" for k in ks] + ["mrr", "ndcg@10"]
     head = f"{'':<16}{'n':>5}" + "".join(f"{c:>10}" for c in columns)

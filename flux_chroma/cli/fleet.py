@@ -1,13 +1,8 @@
-"""``flux-chroma doctor --flux URL``: run the canary workflow on a Flux fleet's workers.
+"""``flux-chroma doctor --flux URL``: run the canary workflow on each online Flux worker.
 
-A worker that cannot import or run flux-chroma is invisible in Flux 0.87: the execution's
-child process exits before reporting, the worker releases it for re-dispatch, the next
-worker crashes the same way, and ``flux workflow status`` shows the state flipping between
-CLAIMED, SCHEDULED and CREATED with no error. This check registers
-:mod:`flux_chroma.canary` (a transient workflow that imports flux-chroma inside a
-``try``), runs it once per online worker (each run asks the server to prefer that worker;
-Flux's ``event`` dispatch mode honours it), and turns each outcome into a doctor line
-naming the worker and its error.
+Why: in Flux 0.87 a worker that cannot import flux-chroma is invisible (its child process dies
+before reporting and the execution flips between CLAIMED and SCHEDULED with no error). Each
+canary run asks the server to prefer one worker; Flux's ``event`` dispatch mode honours it.
 """
 
 from __future__ import annotations
@@ -27,7 +22,6 @@ _TERMINAL = {"COMPLETED", "FAILED", "CANCELLED"}
 
 
 def _client(flux_url: str) -> httpx.Client:
-    headers: dict[str, str] = {}
     try:  # the flux CLI's own credentials (FLUX_AUTH_TOKEN or its stored login)
         from flux.cli_auth import get_auth_headers
 
@@ -89,9 +83,7 @@ def check_fleet(flux_url: str, *, timeout: float = 120.0) -> list[Check]:
         timeout: Seconds to wait for the canaries before calling a worker stuck.
 
     Returns:
-        A ``flux`` line for the server, then one line per worker: ``ok`` (versions, model,
-        Chroma server), ``warn`` (``FLUX_WORKERS__SERVER_URL`` differs, or no canary reached
-        the worker), or ``fail`` with the worker's error.
+        A ``flux`` line for the server, then one line per worker with its versions or error.
     """
     with _client(flux_url) as client:
         try:

@@ -1,8 +1,5 @@
-"""The result type of ``flux-chroma doctor``'s checks (:class:`Check`), and its host checks:
-PersistentClient use in a project, network filesystems.
-
-Re-exported by :mod:`flux_chroma.cli.doctor`; see that module for the whole list of checks.
-"""
+"""``flux-chroma doctor``'s result type (:class:`Check`) and host checks: PersistentClient
+use in a project, network filesystems. ``Check``/``Status`` are re-exported by the doctor module."""
 
 from __future__ import annotations
 
@@ -34,7 +31,7 @@ class Check:
 
     Attributes:
         name: The check, e.g. ``server`` or ``pin acme/handbook``.
-        status: ``ok``, ``warn``, ``fail`` or ``skip``.
+        status: The outcome.
         detail: What was found, and for warn/fail what to do.
     """
 
@@ -91,17 +88,11 @@ def _persistent_calls(source: str) -> list[int]:
 
 
 def check_persistent_client(project: Path) -> Check:
-    """Scan a project's ``.py`` files for ``PersistentClient(`` calls.
+    """Fail on ``PersistentClient(`` calls in a project's ``.py`` files, naming up to five.
 
     Two processes opening one PersistentClient path serve stale search results; with Flux
-    every worker is such a process. Hidden folders, virtualenvs and ``site-packages`` are
-    skipped; a line carrying :data:`ALLOW_MARKER` is exempt.
-
-    Args:
-        project: The folder to scan.
-
-    Returns:
-        ``ok``, or ``fail`` naming up to five ``file:line`` places.
+    every worker is such a process. Hidden folders and virtualenvs are skipped; a line
+    carrying :data:`ALLOW_MARKER` is exempt.
     """
     if not project.is_dir():
         return Check("persistent-client", "skip", f"{project} is not a folder")
@@ -136,10 +127,10 @@ def _unescape(field: str) -> str:
 
 
 def filesystem_type(path: Path, mounts: Iterable[str]) -> tuple[str, str]:
-    """Find the filesystem type and mount point holding ``path``.
+    """``(fstype, mount point)`` holding ``path`` (or its nearest existing ancestor).
 
     Args:
-        path: Any path (the nearest existing ancestor is used).
+        path: Any path.
         mounts: Lines in ``/proc/mounts`` format (device, mount point, type, ...).
 
     Returns:
@@ -161,10 +152,6 @@ def filesystem_type(path: Path, mounts: Iterable[str]) -> tuple[str, str]:
     return best
 
 
-def _is_network(fstype: str) -> bool:
-    return fstype in NETWORK_FS_TYPES or fstype.startswith("fuse.")
-
-
 def check_filesystems(paths: dict[str, Path], mounts_file: Path = Path("/proc/mounts")) -> list[Check]:
     """Warn when a folder flux-chroma relies on sits on a network or FUSE filesystem.
 
@@ -174,9 +161,6 @@ def check_filesystems(paths: dict[str, Path], mounts_file: Path = Path("/proc/mo
     Args:
         paths: ``{what: folder}``, e.g. ``{"embedding cache": Path(...)}``.
         mounts_file: The mount table to read.
-
-    Returns:
-        One check per folder: ``ok`` (local), ``warn`` (network/FUSE) or ``skip``.
     """
     try:
         mounts = mounts_file.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -186,7 +170,7 @@ def check_filesystems(paths: dict[str, Path], mounts_file: Path = Path("/proc/mo
     for what, path in paths.items():
         fstype, point = filesystem_type(path, mounts)
         name = f"filesystem {what}"
-        if _is_network(fstype):
+        if fstype in NETWORK_FS_TYPES or fstype.startswith("fuse."):
             checks.append(
                 Check(
                     name,

@@ -1,9 +1,4 @@
-"""``flux-chroma ingest``: turn paths into an ingestion job and run it inline with progress.
-
-The job runs through :func:`flux_chroma.ingest.run_ingest` (the ``flux-chroma/ingest_job``
-workflow): planned by reference, written batch by batch, each batch a Flux checkpoint. Run
-the same command again after a crash and it resumes; after a change it syncs incrementally.
-"""
+"""``flux-chroma ingest``: paths to a job spec, run inline with progress, and its report."""
 
 from __future__ import annotations
 
@@ -13,7 +8,7 @@ import signal
 import sys
 import textwrap
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import FrameType
@@ -40,7 +35,15 @@ from flux_chroma.cli.support import (
     stdout,
 )
 
-__all__ = ["sources_for", "build_job", "ProgressReporter", "summary_line", "skipped_lines", "stop_on_signals", "report_run"]
+__all__ = [
+    "sources_for",
+    "build_job",
+    "ProgressReporter",
+    "summary_line",
+    "skipped_lines",
+    "stop_on_signals",
+    "report_run",
+]
 
 
 def sources_for(
@@ -53,24 +56,16 @@ def sources_for(
 ) -> list[dict[str, Any]]:
     """Map command-line paths to ingestion sources.
 
-    A directory becomes a ``files`` source (``globs``, or the default globs of every format
-    whose converter is installed, minus ``excludes``), a
-    ``.jsonl`` file a ``jsonl`` source, any other file a ``files`` source for that one file.
-    Without ``source_ids`` each source gets the library's default id: a readable name plus a
-    digest of its absolute path (a single file: of the file's path), so two folders that
-    share a base name are two sources.
+    A directory becomes a ``files`` source, a ``.jsonl`` file a ``jsonl`` source, any other
+    file a ``files`` source for that one file. Without ``source_ids`` each source gets the
+    library's default id (a name plus a digest of its absolute path).
 
     Args:
         paths: Files and directories.
-        globs: Patterns for directories (default: the ingestion defaults).
-        source_ids: One id per path, in order (``--source-id``): a name that stays the same
-            when the folder moves.
-        relocate: Let each source take over the records its id holds from another location
-            (``--relocate``: the folder moved).
+        globs: Patterns for directories (default: every format whose converter is installed).
+        source_ids: One id per path, in order (``--source-id``).
+        relocate: Let each source take over its id's records from another location.
         excludes: Patterns of files under a directory to leave out (``--exclude``).
-
-    Returns:
-        Source references for :class:`~flux_chroma.ingest.IngestJob`.
 
     Raises:
         CliError: A path does not exist, no file in a directory matches the globs, or the
@@ -160,30 +155,10 @@ def build_job(
     relocate: bool = False,
     excludes: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """Build the JSON job spec the ``ingest`` command runs.
+    """Build the JSON job spec the ``ingest`` command runs from its options.
 
-    Args:
-        paths: What to ingest (see :func:`sources_for`).
-        tenant: Tenant id.
-        collection: Tenant-relative collection name.
-        url: Chroma server URL (stored in the job; never a token).
-        tenancy: ``prefix`` or ``database``.
-        globs: File patterns for directories.
-        chunk_size: Chunk size in ``chunk_unit`` (default: 200 model tokens).
-        chunk_overlap: Overlap in ``chunk_unit`` (default: 0 tokens, 100 characters).
-        chunk_unit: ``tokens`` (the model's own; the default) or ``chars``.
-        batch_size: Chunks per batch (default: the ingestion default).
-        cleanup: ``none``, ``incremental`` or ``full``.
-        duplicates: ``error`` or ``last_wins`` (a document id seen twice).
-        cache: Reuse embeddings through the embedding cache.
-        key: Job key (default: a digest of the spec).
-        parallel: Units (shards of consecutive batches) running at once.
-        source_ids: One source id per path (default: name plus a digest of the path).
-        relocate: Let the sources take over their ids' records from another location.
-        excludes: Patterns of files under directories to leave out.
-
-    Returns:
-        The job dict.
+    None and default values are left out of the spec, so the ingestion defaults apply; ``url``
+    is stored in the job (never a token). Sources come from :func:`sources_for`.
 
     Raises:
         CliError: See :func:`sources_for` (exit code 2).
@@ -220,7 +195,7 @@ class ProgressReporter:
     """Shows ingestion progress: a live bar on a terminal, one line per batch otherwise.
 
     Args:
-        live: Draw a live bar (stderr is a terminal); else print plain lines to stderr.
+        live: Draw a live bar (default: when stderr is a terminal); else print plain lines.
         quiet: Print nothing (``--json``).
     """
 
@@ -273,21 +248,12 @@ class ProgressReporter:
                 return int(committed_work(events)["committed"] or 0)
         return self.committed_before + self.batches_done
 
-    @property
-    def callback(self) -> Callable[[dict[str, Any]], None]:
-        """The ``on_progress`` callback for :func:`~flux_chroma.ingest.run_ingest`."""
-        return self.update
-
     def _line(self, text: str) -> None:
         if not self.quiet:
             stderr.print(text, highlight=False, markup=False)
 
     def update(self, value: dict[str, Any]) -> None:
-        """Consume one progress value (``phase`` = ``planned``, ``batch`` or ``cleanup``).
-
-        Args:
-            value: The value a task emitted.
-        """
+        """Consume one progress value; the ``on_progress`` callback of ``run_ingest``."""
         phase = value.get("phase")
         if phase == "execution":
             self.execution_id = str(value.get("execution_id"))
@@ -312,7 +278,6 @@ class ProgressReporter:
                     total=chunks,
                     completed=self._chunks_before,
                     batches=f"{self.committed_before}/{self.batches_total}",
-                    hits=0,
                 )
             else:
                 self._line(
@@ -328,7 +293,6 @@ class ProgressReporter:
                     self._task,
                     advance=chunks,
                     batches=f"{self.committed_before + self.batches_done}/{self.batches_total}",
-                    hits=self.cache_hits,
                 )
             else:
                 rate = self.chunks_done / max(time.monotonic() - self.started, 1e-9)
@@ -353,12 +317,8 @@ def _before(report: dict[str, Any]) -> str:
 def stop_on_signals(reporter: ProgressReporter) -> Iterator[None]:
     """Exit at once on SIGINT (130) or SIGTERM (143), abandoning the batch in flight.
 
-    The batch being written is not waited for: Flux's log holds every committed batch, and
-    running the same command again resumes the execution, replays the committed batches and
-    writes the abandoned one again (writes are idempotent). The message says how far it got.
-
-    Args:
-        reporter: The progress reporter (its bar is stopped; it knows the execution).
+    Flux's log holds every committed batch, so running the command again resumes and writes
+    the abandoned batch again (writes are idempotent). The message says how far it got.
     """
 
     def stop(signum: int, _frame: FrameType | None) -> None:
@@ -395,15 +355,7 @@ def stop_on_signals(reporter: ProgressReporter) -> Iterator[None]:
 
 
 def summary_line(report: dict[str, Any], execution_id: str) -> str:
-    """One line describing a finished ingestion.
-
-    Args:
-        report: The ingestion report.
-        execution_id: The Flux execution that ran it.
-
-    Returns:
-        The text.
-    """
+    """One line describing a finished ingestion and the execution that ran it."""
     return (
         f"ingested {plural(int(report.get('docs', 0)), 'doc')} ({plural(int(report.get('chunks', 0)), 'chunk')}) "
         f"into {report.get('tenant')}/{report.get('collection')} in "
@@ -427,14 +379,7 @@ def _files_left_out(report: dict[str, Any]) -> str:
 
 
 def skipped_lines(report: dict[str, Any]) -> list[str]:
-    """One line per skipped file named in the report (``path: reason``), and how many more.
-
-    Args:
-        report: The ingestion report.
-
-    Returns:
-        The lines (empty when no file was skipped).
-    """
+    """One line per skipped file named in the report (``path: reason``), and how many more."""
     named = list(report.get("skipped_files") or [])
     total = int(report.get("skipped_file_count") or len(named))
     lines = [f"skipped {item['path']} ({item['source']}): {item['reason']}" for item in named]
@@ -459,8 +404,7 @@ def report_run(run: Any, json_out: bool) -> ExitCode:
         json_out: Print the report as JSON.
 
     Returns:
-        ``ExitCode.OK``, or ``ExitCode.FILES_SKIPPED`` (5) when the job completed but some
-        files could not be read or converted (each is named, with its reason).
+        ``ExitCode.OK``, or ``ExitCode.FILES_SKIPPED`` when some files could not be read.
 
     Raises:
         CliError: The run failed; the hint says how to resume it.

@@ -1,10 +1,5 @@
-"""Rich tables for the ``flux-chroma`` commands (the ``--json`` forms print plain data).
-
-Every table fits the console's width (80 columns included): long ids, names and fingerprints
-end in an ellipsis, documents and metadata wrap and are shortened. Query hits read like search
-results: a header line per hit, then its text wrapped and cut after a few lines. ``wide=True``
-(the commands' ``--wide``) shows every value whole, however long the lines get.
-"""
+"""Rich output for the ``flux-chroma`` commands: fits the console's width (80 columns
+included) by cutting long values, unless ``wide=True`` (``--wide``) shows every value whole."""
 
 from __future__ import annotations
 
@@ -43,8 +38,7 @@ def _print(renderable: Any, wide: bool) -> None:
 
 
 def _hit_label(hit: dict[str, Any]) -> str:
-    """A readable name for a hit: the file path (and chunk number) when known, else the id;
-    then where in the file: the heading (``path > heading``) or the page."""
+    """``path #chunk > heading`` (or ``p.N``) for an ingested file's hit, else the id."""
     meta = hit.get("metadata") or {}
     cited = hit.get("citation") or {}
     rid = str(hit.get("id", ""))
@@ -65,11 +59,8 @@ def hits_table(
 ) -> None:
     """Print ranked hits as search results: a header line per hit, then its text.
 
-    The header holds the rank, the distance and a readable name (for ingested files the path
-    and chunk number, then the heading the chunk is under, ``guide.md #3 > Install > Offline``,
-    or its page; else the id), plus how many identical texts were folded into the hit. The
-    text is wrapped to the console's width and cut after ``lines`` lines, so four hits fit a
-    24-line screen at 80 columns.
+    The header holds the rank, the distance, a readable name (``guide.md #3 > Install``) and
+    how many identical texts were folded into the hit.
 
     Args:
         hits: ``[{"id", "document", "metadata", "distance", "duplicates"?}, ...]``, best first.
@@ -116,13 +107,7 @@ def hits_table(
 
 
 def collections_table(collections: Sequence[dict[str, Any]], tenant: str, *, wide: bool = False) -> None:
-    """Print a tenant's collections with counts and pins.
-
-    Args:
-        collections: ``[{"name", "count", "pin"}, ...]`` as returned by ``list_collections``.
-        tenant: The tenant (for the title).
-        wide: Show names, models and fingerprints whole.
-    """
+    """Print a tenant's collections (as ``list_collections`` returns them) with counts and pins."""
     if not collections:
         stdout.print(Text(f"tenant {tenant!r} has no collections"))
         return
@@ -145,10 +130,10 @@ def collections_table(collections: Sequence[dict[str, Any]], tenant: str, *, wid
 
 
 def checks_table(checks: Sequence[Any], *, wide: bool = False) -> None:
-    """Print doctor results, one entry per check: status, name, detail.
+    """Print doctor :class:`~flux_chroma.cli.doctor.Check` results, then a summary line.
 
     Args:
-        checks: :class:`~flux_chroma.cli.doctor.Check` objects.
+        checks: The results.
         wide: One line per check however long (on a terminal, details wrap otherwise).
     """
     grid = Table.grid(padding=(0, 2))  # a wrapped detail stays indented under its check

@@ -1,21 +1,21 @@
-"""``flux-chroma docs`` and ``flux-chroma show``: look at what a collection stores.
-
-``docs`` lists the documents with their chunk counts. ``show ID`` prints a record by id; a
-chunk id with ``--context N`` adds N neighbouring chunks on each side; a document id (or
-``--document``) prints the whole document, rebuilt in order from its chunks.
-"""
+"""``flux-chroma docs`` and ``flux-chroma show``: look at what a collection stores."""
 
 from __future__ import annotations
 
 import shutil
 import textwrap
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from flux_chroma.cli.support import (
+    Collection,
     Command,
+    Debug,
+    FluxHome,
+    Tenancy,
+    Tenant,
+    Url,
     check_collection_target,
     cli_errors,
     json_option,
@@ -26,13 +26,8 @@ from flux_chroma.cli.support import (
 
 __all__ = ["register", "Url", "Tenant", "Tenancy", "JsonOut", "Debug", "FluxHome", "Collection"]
 
-Url = Annotated[str | None, typer.Option("--url", metavar="URL", envvar="FLUX_CHROMA_URL", help="Chroma server URL [default: http://localhost:8000].")]
-Tenant = Annotated[str | None, typer.Option("--tenant", "-t", metavar="TENANT", envvar="FLUX_CHROMA_TENANT", help="Tenant id (lowercase letters, digits, hyphens).")]
-Tenancy = Annotated[str, typer.Option("--tenancy", metavar="MODE", help="'prefix' (tenant__name) or 'database' (one database per tenant).")]
+# The commands here print text, not tables: their --json help says so.
 JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of text.")]
-Debug = Annotated[bool, typer.Option("--debug", help="Print tracebacks on errors.")]
-FluxHome = Annotated[Path | None, typer.Option("--flux-home", metavar="DIR", help="Folder for Flux's state (default: FLUX_HOME, else ./.flux).")]
-Collection = Annotated[str, typer.Option("--collection", "-c", metavar="NAME", help="Tenant-relative collection name.")]
 
 
 def _run(task: Any, collection: str, args: list[Any], url: str | None, tenant: str | None, tenancy: str) -> Any:

@@ -1,28 +1,8 @@
-"""Exit codes, error reporting and output helpers shared by the ``flux-chroma`` commands.
+"""Options, exit codes and error reporting shared by the ``flux-chroma`` commands.
 
-Exit codes scripts can rely on (see :class:`ExitCode`):
-
-==== =====================================================================
-0    success
-1    the operation failed (the message says why)
-2    usage error: bad option, argument, tenant, collection name or filter
-3    the Chroma server is unreachable
-4    ``doctor`` found a failing check
-5    ``ingest`` completed, but some files were skipped (named with their reasons)
-130  interrupted (Ctrl-C)
-143  stopped by SIGTERM
-==== =====================================================================
-
-Errors are printed in the words of the command line, not of the Python API (:func:`cli_wording`):
-the library's messages name task options (``task.with_options(tenant=...)``,
-``retry_max_attempts``, ``embed_and_add``); on the command line the same advice must name
-options and commands (``--tenant acme``, ``flux-chroma ingest``), and advice that cannot apply
-(the commands run with no retries) is left out. :func:`did_you_mean` turns a misspelt
-collection name into a suggestion.
-
-Help text: :class:`Command` shows arguments by their metavar (``PATH...``, ``TEXT``,
-``[QUESTION]``), not ``{paths}...`` or ``<list[Path]>``; :func:`plural` says ``1 doc``,
-``2 docs``, ``1 batch``, ``3 batches``.
+Errors are printed in the words of the command line (:func:`cli_wording`): library messages
+name task options (``task.with_options(tenant=...)``, ``retry_max_attempts``); the CLI must
+name options and commands instead, and drop advice that cannot apply (it never retries).
 """
 
 from __future__ import annotations
@@ -36,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from enum import IntEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -84,6 +64,13 @@ __all__ = [
     "run_workflow",
     "stdout",
     "stderr",
+    "Url",
+    "Tenant",
+    "Tenancy",
+    "JsonOut",
+    "Debug",
+    "FluxHome",
+    "Collection",
 ]
 
 stdout = Console()
@@ -91,6 +78,48 @@ stderr = Console(stderr=True)
 # On a terminal, lines wrap at its width; piped or redirected, each line stays whole.
 stdout.soft_wrap = not stdout.is_terminal
 stderr.soft_wrap = not stderr.is_terminal
+
+Url = Annotated[
+    str | None,
+    typer.Option(
+        "--url",
+        metavar="URL",
+        envvar="FLUX_CHROMA_URL",
+        help="Chroma server URL [default: http://localhost:8000].",
+    ),
+]
+Tenant = Annotated[
+    str | None,
+    typer.Option(
+        "--tenant",
+        "-t",
+        metavar="TENANT",
+        envvar="FLUX_CHROMA_TENANT",
+        help="Tenant id (lowercase letters, digits, hyphens).",
+    ),
+]
+Tenancy = Annotated[
+    str,
+    typer.Option(
+        "--tenancy",
+        metavar="MODE",
+        help="'prefix' (tenant__name) or 'database' (one database per tenant).",
+    ),
+]
+JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of tables.")]
+Debug = Annotated[bool, typer.Option("--debug", help="Print tracebacks on errors.")]
+FluxHome = Annotated[
+    Path | None,
+    typer.Option(
+        "--flux-home",
+        metavar="DIR",
+        help="Folder for Flux's state (default: FLUX_HOME, else ./.flux).",
+    ),
+]
+Collection = Annotated[
+    str,
+    typer.Option("--collection", "-c", metavar="NAME", help="Tenant-relative collection name."),
+]
 
 
 class ExitCode(IntEnum):
@@ -123,34 +152,18 @@ class CliError(Exception):
 
 
 def exit_code_for(exc: BaseException) -> ExitCode:
-    """Map an exception to the CLI exit code.
-
-    Args:
-        exc: The exception that ended the command.
-
-    Returns:
-        3 for an unreachable server, 2 for invalid input or configuration, 1 otherwise.
-    """
+    """The exit code for an exception: 3 unreachable server, 2 invalid input, else 1."""
     if isinstance(exc, CliError):
         return exc.code
     if isinstance(exc, (ChromaUnavailableError, NotChromaServerError)):
         return ExitCode.UNREACHABLE
-    if isinstance(exc, OneOwnerError):
-        return ExitCode.USAGE
-    if isinstance(exc, (ConfigurationError, InvalidNameError, InvalidQueryError)):
+    if isinstance(exc, (OneOwnerError, ConfigurationError, InvalidNameError, InvalidQueryError)):
         return ExitCode.USAGE
     return ExitCode.FAILED
 
 
 def hint_for(exc: BaseException) -> str:
-    """A one-line hint for an exception (what to try next).
-
-    Args:
-        exc: The exception.
-
-    Returns:
-        The hint text.
-    """
+    """A one-line hint for an exception: what to try next."""
     if isinstance(exc, CliError):
         return exc.hint
     if getattr(exc, "cli_hint", None):  # set by a command that knows better (did you mean ...?)
@@ -183,25 +196,12 @@ _IRREGULAR = {"batch": "batches", "match": "matches"}
 
 
 def plural(count: int, word: str) -> str:
-    """``count`` and ``word``, with the word in the plural unless the count is one.
-
-    Args:
-        count: How many.
-        word: The singular noun (``doc``, ``chunk``, ``batch``).
-
-    Returns:
-        For example ``"1 doc"`` or ``"3 batches"``.
-    """
+    """``count`` and ``word``, plural unless the count is one: ``"1 doc"``, ``"3 batches"``."""
     return f"{count} {word if count == 1 else _IRREGULAR.get(word, word + 's')}"
 
 
 class Command(TyperCommand):
-    """A Typer command whose arguments read as in ordinary Unix help.
-
-    Args:
-        *args: As for :class:`typer.core.TyperCommand`.
-        **kwargs: As for :class:`typer.core.TyperCommand`.
-    """
+    """A Typer command whose help shows arguments by metavar (``PATH...``), as Unix help does."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -218,29 +218,19 @@ _REWRITES: list[tuple[re.Pattern[str], str]] = [
 
 
 def cli_wording(text: str) -> str:
-    """Rewrite a library message so that its advice names CLI options and commands.
-
-    Args:
-        text: The message.
-
-    Returns:
-        The message as the command line should print it.
-    """
+    """Rewrite a library message so that its advice names CLI options and commands."""
     for pattern, replacement in _REWRITES:
         text = pattern.sub(replacement, text)
     return re.sub(r"\.\.+", ".", text).strip()
 
 
 def did_you_mean(name: str, tenant: str, list_names: Callable[[], Sequence[str]]) -> str:
-    """A hint for a collection name that does not exist in the tenant.
+    """A hint for a missing collection: close matches, the tenant's names, or how to create one.
 
     Args:
         name: The name given.
         tenant: The tenant.
         list_names: Returns the tenant's collection names (called once; may raise).
-
-    Returns:
-        ``did you mean 'handbook'? ...``, or the tenant's names, or how to create one.
     """
     listing = f"`flux-chroma collections --tenant {tenant}` lists them"
     try:
@@ -269,28 +259,18 @@ def _message(exc: BaseException) -> str:
 
 
 def print_json(value: Any) -> None:
-    """Print a JSON document on stdout (plain text, no colour, one document).
-
-    Args:
-        value: Any JSON-able value.
-    """
+    """Print one JSON document on stdout (plain text, no colour)."""
     sys.stdout.write(json.dumps(value, indent=2, sort_keys=False, default=str) + "\n")
     sys.stdout.flush()
 
 
 def report_error(exc: BaseException, *, debug: bool, json_out: bool) -> ExitCode:
-    """Print an error as ``error: ...`` and ``hint: ...`` lines on stderr.
-
-    With ``json_out`` a ``{"error": {...}}`` document also goes to stdout; with ``debug``
-    the traceback is printed first.
+    """Print an error as ``error: ...`` and ``hint: ...`` lines on stderr; return its exit code.
 
     Args:
         exc: The exception.
-        debug: Print the traceback.
-        json_out: Also print a JSON error document on stdout.
-
-    Returns:
-        The exit code for ``exc``.
+        debug: Print the traceback first.
+        json_out: Also print a ``{"error": {...}}`` document on stdout.
     """
     code = exit_code_for(exc)
     message, hint = _message(exc), hint_for(exc)
@@ -310,12 +290,8 @@ def report_error(exc: BaseException, *, debug: bool, json_out: bool) -> ExitCode
 def cli_errors(*, debug: bool = False, json_out: bool = False) -> Iterator[None]:
     """Turn any exception raised in the block into a readable report and an exit code.
 
-    Args:
-        debug: Print tracebacks.
-        json_out: Also print errors as JSON on stdout.
-
     Raises:
-        typer.Exit: Always, when the block raised (carries the exit code).
+        typer.Exit: Whenever the block raised (carries the exit code).
     """
     try:
         yield
@@ -329,29 +305,14 @@ def cli_errors(*, debug: bool = False, json_out: bool = False) -> Iterator[None]
 
 
 def check_settings(url: str | None) -> ConnectionSettings:
-    """Resolve ``--url`` (or ``FLUX_CHROMA_URL``) into validated connection settings.
-
-    Args:
-        url: The option value.
-
-    Returns:
-        The settings.
-    """
+    """Resolve ``--url`` (or ``FLUX_CHROMA_URL``) into validated connection settings."""
     from flux_chroma.chroma.settings import ConnectionSettings
 
     return ConnectionSettings.resolve(url)
 
 
 def check_tenant(tenant: str | None, tenancy: str = "prefix") -> str:
-    """Validate ``--tenant`` and ``--tenancy`` before any network call.
-
-    Args:
-        tenant: The tenant (None raises :class:`~flux_chroma.errors.TenantError`).
-        tenancy: ``prefix`` or ``database``.
-
-    Returns:
-        The tenant.
-    """
+    """Validate ``--tenant`` (None raises ``TenantError``) and ``--tenancy``; return the tenant."""
     from flux_chroma.chroma.naming import Namespace, validate_tenant
 
     if tenant is None:
@@ -360,13 +321,10 @@ def check_tenant(tenant: str | None, tenancy: str = "prefix") -> str:
     return tenant
 
 
-def check_collection_target(url: str | None, tenant: str | None, tenancy: str, collection: str) -> ConnectionSettings:
-    """Validate ``--url``, ``--tenant``/``--tenancy`` and ``-c`` of a command that reads one
-    collection, before any network call.
-
-    Returns:
-        The connection settings.
-    """
+def check_collection_target(
+    url: str | None, tenant: str | None, tenancy: str, collection: str
+) -> ConnectionSettings:
+    """Validate ``--url``, ``--tenant``, ``--tenancy`` and ``-c``; return the settings."""
     from flux_chroma.chroma.naming import validate_collection_name
 
     settings = check_settings(url)
@@ -376,14 +334,7 @@ def check_collection_target(url: str | None, tenant: str | None, tenancy: str, c
 
 
 def json_option(value: str | None, option: str) -> Any:
-    """Parse a JSON-valued option such as ``--where``.
-
-    Args:
-        value: The raw text, or None.
-        option: The option name, for the message.
-
-    Returns:
-        The parsed value (None when not given).
+    """Parse a JSON-valued option such as ``--where`` (None stays None).
 
     Raises:
         CliError: Not valid JSON (exit code 2).
@@ -401,22 +352,13 @@ def json_option(value: str | None, option: str) -> Any:
 
 
 def run_workflow(wf: Any, payload: dict[str, Any], flux_home: Path | None) -> Any:
-    """Run a Flux workflow inline with the CLI's Flux home and return its output.
-
-    Args:
-        wf: The workflow.
-        payload: Its input.
-        flux_home: ``--flux-home`` (None: ``FLUX_HOME`` or ``./.flux``).
-
-    Returns:
-        The workflow's output.
+    """Run a Flux workflow inline in ``flux_home`` and return its output.
 
     Raises:
         FluxChromaError: The workflow failed (its stored, readable error).
     """
     from flux.errors import ExecutionError
 
-    from flux_chroma.errors import FluxChromaError
     from flux_chroma.flux_state import flux_home as use_flux_home
     from flux_chroma.flux_state import quiet_flux_logs
 
@@ -434,15 +376,11 @@ def run_workflow(wf: Any, payload: dict[str, Any], flux_home: Path | None) -> An
 
 
 def run_read(task: Any, target: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
-    """Run a read-only flux-chroma task's body in this process, without a Flux execution.
+    """Run a read-only task's body in this process, without a Flux execution.
 
-    ``query``, ``collections``, ``docs`` and ``show`` only read: a Flux execution would give
-    them nothing to resume or replay, and in a fresh process it costs Flux's state database,
-    its migrations and the workflow's registration, about a third of a ``flux-chroma query``
-    (``python -m bench.cli_cost``). The body runs with the task's options in scope (tenant,
-    URL, pins), and a failure goes through the task's own failure handling, as under Flux:
-    a typed error with credentials scrubbed, never retried (an interactive command fails at
-    once and says why).
+    A read has nothing to resume, and a Flux execution costs a fresh process about a third of
+    a ``flux-chroma query`` (``python -m bench.cli_cost``). Failures still go through the
+    task's own handling: a typed error, credentials scrubbed, never retried.
 
     Args:
         task: A ``@chroma_task`` (e.g. :data:`flux_chroma.query`).
@@ -450,11 +388,8 @@ def run_read(task: Any, target: dict[str, Any], *args: Any, **kwargs: Any) -> An
         *args: The task's positional arguments.
         **kwargs: The task's keyword arguments.
 
-    Returns:
-        The task's output.
-
     Raises:
-        FluxChromaError: The task failed (its typed, readable error).
+        FluxChromaError: The task failed.
     """
     import asyncio
 

@@ -9,6 +9,7 @@ import typer
 
 from flux_chroma.cli.support import (
     Command,
+    Debug,
     check_settings,
     check_tenant,
     cli_errors,
@@ -21,14 +22,7 @@ __all__ = ["register", "render_receipt"]
 
 
 def render_receipt(receipt: dict[str, Any]) -> list[str]:
-    """The lines ``tenant erase`` prints for an erasure receipt.
-
-    Args:
-        receipt: What :func:`~flux_chroma.erasure.erase_tenant` returned.
-
-    Returns:
-        The lines.
-    """
+    """The lines ``tenant erase`` prints for a :func:`~flux_chroma.erasure.erase_tenant` receipt."""
     dry = receipt["dry_run"]
     verb = "would erase" if dry else "erased"
     tenant = f"tenant {receipt['tenant']} ({receipt['tenancy']})"
@@ -70,7 +64,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
         json_out: Annotated[bool, typer.Option("--json", help="Print the receipt as JSON.")] = False,
         flux_home: Annotated[Path | None, typer.Option("--flux-home", metavar="DIR", help="Folder for Flux's state.")] = None,
-        debug: Annotated[bool, typer.Option("--debug", help="Print tracebacks on errors.")] = False,
+        debug: Debug = False,
     ) -> None:
         """Erase a tenant's collections, aliases (or database) and cache entries; a dry run without --yes."""
         with cli_errors(debug=debug, json_out=json_out):

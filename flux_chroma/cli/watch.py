@@ -1,22 +1,14 @@
 """``flux-chroma watch EXECUTION_ID --flux URL``: follow an ingestion job on a Flux server.
 
-Progress comes from what the Flux server stores, read with ``GET /executions/{id}?detailed=true``
-(Flux's TASK_PROGRESS events are streamed to an attached caller only, never stored, so a
-watcher started mid-job could not count what happened before it):
-
-* the job's ``plan_ingest`` output: chunks and batches in total;
-* its ``ingest_batch`` receipts (an inline job), or, for a ``parallel`` job, its ``await_unit``
-  tasks (which child execution runs which unit) and each running child's own receipts and
-  worker.
-
-The screen is redrawn in place on a terminal and printed line by line otherwise (a log);
-every line fits 80 columns. The command exits with the job's outcome: 0 completed, 1 failed
-or cancelled (the job's error is printed), 3 the Flux server is unreachable.
+Progress is read from the events the server stores (``GET /executions/{id}?detailed=true``):
+Flux streams TASK_PROGRESS events to an attached caller only, so a watcher started mid-job
+would miss them. A ``parallel`` job's units are read from their own child executions.
 """
 
 from __future__ import annotations
 
 import contextlib
+import textwrap
 import time
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -24,7 +16,7 @@ from typing import Annotated, Any
 import httpx
 import typer
 
-from flux_chroma.cli.support import CliError, Command, ExitCode, cli_errors, stderr, stdout
+from flux_chroma.cli.support import CliError, Command, Debug, ExitCode, cli_errors, stderr, stdout
 
 __all__ = ["JobView", "read_job", "register", "render", "watch_job"]
 
@@ -111,15 +103,7 @@ def _error_text(output: Any) -> str:
 
 
 def read_job(client: httpx.Client, base: str, execution_id: str) -> JobView:
-    """Read a job execution (and its running units) from the Flux server.
-
-    Args:
-        client: An HTTP client.
-        base: The Flux server URL.
-        execution_id: The job's execution id.
-
-    Returns:
-        The job as the server stores it now.
+    """Read a job execution (and its running units) from the Flux server at ``base``.
 
     Raises:
         CliError: Unknown execution id, or the server does not answer.
@@ -184,9 +168,6 @@ def render(view: JobView, rate: float | None) -> list[str]:
     Args:
         view: The job.
         rate: Chunks per second observed while watching (``None``: not known yet).
-
-    Returns:
-        The lines.
     """
     where = f" on {view.worker}" if view.worker else ""
     lines = [_fit(f"{view.workflow} {view.execution_id[:12]}  {view.label}  {view.state}{where}")]
@@ -205,27 +186,19 @@ def render(view: JobView, rate: float | None) -> list[str]:
         lines.append(_fit(f"  unit {unit.unit:<3} {unit.state:<10} {of:<14} {unit.worker or '-'}"))
     if view.error:
         lines.append(_fit(f"  error: {view.error}"))
-        lines.extend(_fit(f"    {part}") for part in _wrap(view.error)[1:])
+        lines.extend(_fit(f"    {part}") for part in textwrap.wrap(view.error, WIDTH - 4)[1:])
     return lines
 
 
-def _wrap(text: str) -> list[str]:
-    import textwrap
-
-    return textwrap.wrap(text, WIDTH - 4) or [""]
-
-
 def watch_job(base: str, execution_id: str, interval: float = 1.0, live: bool | None = None) -> ExitCode:
-    """Follow a job until it ends, printing its progress; return the exit code of its outcome.
+    """Follow a job until it ends, printing its progress; return its outcome's exit code.
 
     Args:
         base: The Flux server URL.
         execution_id: The job's execution id.
         interval: Seconds between reads.
-        live: Redraw in place (default: when stdout is a terminal).
-
-    Returns:
-        ``ExitCode.OK`` when the job completed, ``ExitCode.FAILED`` when it failed or was cancelled.
+        live: Redraw in place (default: when stdout is a terminal); otherwise print the
+            first screen, then only the lines that changed (a log).
 
     Raises:
         CliError: Unknown execution id, or the server does not answer.
@@ -269,7 +242,7 @@ def register(app: typer.Typer) -> None:
             str, typer.Option("--flux", metavar="URL", help="The Flux server URL (`flux start server`).")
         ] = "http://localhost:8000",
         interval: Annotated[float, typer.Option("--interval", metavar="SECONDS", help="Seconds between reads.")] = 1.0,
-        debug: Annotated[bool, typer.Option("--debug", help="Print tracebacks on errors.")] = False,
+        debug: Debug = False,
     ) -> None:
         """Follow an ingestion job running on a Flux server until it ends; exit with its outcome."""
         with cli_errors(debug=debug):

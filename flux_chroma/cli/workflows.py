@@ -1,12 +1,6 @@
-"""The Flux workflow behind ``flux-chroma tenant erase`` (namespace ``flux-chroma-cli``).
-
-The CLI runs it inline (``workflow.run``), so an erasure leaves a normal Flux execution in the
-Flux home. It takes the tenant and URL from its input and runs the public task with
-``retry_max_attempts=0``: an interactive command should fail at once and say why, not retry
-a stopped server for several seconds. The read-only commands (``query``, ``collections``,
-``docs``, ``show``) run their tasks' bodies without a Flux execution
-(:func:`flux_chroma.cli.support.run_read`). Definitions only (Flux re-executes this module
-when it registers a workflow).
+"""The Flux workflow behind ``flux-chroma tenant erase``, run inline so that an erasure
+leaves a normal Flux execution. No retries: an interactive command fails at once and says why.
+Definitions only (Flux re-executes this module when it registers a workflow).
 """
 
 from __future__ import annotations
@@ -21,14 +15,7 @@ __all__ = ["cli_erase_tenant", "task_options"]
 
 
 def task_options(data: dict[str, Any]) -> dict[str, Any]:
-    """Task options from a CLI workflow input (``tenant``, ``tenancy``, ``url``).
-
-    Args:
-        data: The workflow input.
-
-    Returns:
-        Keyword arguments for ``task.with_options``.
-    """
+    """``task.with_options`` keywords from a CLI workflow input (tenant, tenancy, url)."""
     options: dict[str, Any] = {"tenant": data.get("tenant"), "retry_max_attempts": 0}
     if data.get("tenancy"):
         options["tenancy"] = data["tenancy"]
