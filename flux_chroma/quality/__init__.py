@@ -1,10 +1,4 @@
-"""Measured retrieval quality: labelled questions in, recall@k, MRR and nDCG@10 out.
-
-* :mod:`~flux_chroma.quality.labels`: read and check a labelled set (JSON lines).
-* :mod:`~flux_chroma.quality.metrics`: the metrics, pure functions.
-* :mod:`~flux_chroma.quality.evaluate`: ask a collection every question through the public
-  ``query`` task (one Flux execution) and score the answers per mode.
-"""
+"""Measured retrieval quality: labelled questions in, recall@k, MRR and nDCG@10 out."""
 
 from __future__ import annotations
 

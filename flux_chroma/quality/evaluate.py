@@ -1,14 +1,11 @@
 """Ask a collection a labelled set of questions and score the answers, per query mode.
 
-Every question goes through the public ``query`` task (batches of 50 questions, one Flux
-task each), so what is measured is what users get, with the same alias resolution, pin
-check and embedding cache. :func:`evaluate` runs that as one inline Flux execution and
-returns the report; ``flux-chroma eval`` prints it.
+Every question goes through the public ``query`` task (50 per task), so what is measured is
+what users get: the same alias resolution, pin check and embedding cache.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,47 +23,29 @@ DEFAULT_KS = (1, 5, 10)
 _BATCH = 50
 
 
-def query_modes() -> tuple[str, ...] | None:
-    """The ``mode=`` values the ``query`` task accepts (``()``: not listed), or ``None`` when it has no ``mode``."""
-    import importlib
+def query_modes() -> tuple[str, ...]:
+    """The ``mode=`` values the ``query`` task accepts."""
+    from flux_chroma.tasks.hybrid import MODES
 
-    from flux_chroma.tasks.builtin import query
-
-    if "mode" not in inspect.signature(query.func).parameters:
-        return None
-    try:
-        modes = importlib.import_module("flux_chroma.tasks.hybrid").MODES
-    except (ImportError, AttributeError):
-        return ()
-    return tuple(str(m) for m in modes)
+    return MODES
 
 
 def _mode_kwargs(mode: str) -> dict[str, Any]:
     if mode == "default":
         return {}  # whatever query does without mode=
     accepted = query_modes()
-    if accepted is None:
-        if mode != "dense":
-            raise ConfigurationError(
-                f"mode {mode!r}: this flux-chroma's query task has no mode= option; only 'dense' can be evaluated."
-            )
-        return {}
-    if accepted and mode not in accepted:
+    if mode not in accepted:
         raise ConfigurationError(f"mode {mode!r} is not a query mode; use one of {list(accepted)} (or 'default').")
     return {"mode": mode}
 
 
 def all_modes() -> list[str]:
-    """Every mode ``query`` accepts (``["dense"]`` when it has no ``mode=``)."""
-    return list(query_modes() or ("dense",))
+    """Every mode ``query`` accepts."""
+    return list(query_modes())
 
 
 def check_run(modes: Any, ks: Any) -> tuple[list[str], list[int]]:
-    """Validate modes and recall cut-offs; return them de-duplicated (cut-offs sorted).
-
-    Args:
-        modes: Mode names, or ``None`` for every mode ``query`` accepts.
-        ks: Recall cut-offs.
+    """Validate modes (``None``: all) and recall cut-offs; return them de-duplicated, ks sorted.
 
     Raises:
         ConfigurationError: An empty or malformed list, or a mode ``query`` does not accept.
@@ -85,8 +64,7 @@ def check_run(modes: Any, ks: Any) -> tuple[list[str], list[int]]:
 
 
 async def _unknown_documents(collection: str, labels: list[LabelledQuestion], options: Mapping[str, Any]) -> list[str]:
-    """Relevant ids that name no document or record of the collection (a wrong source id
-    scores zero silently otherwise), sorted."""
+    """Relevant ids naming no document of the collection (they would score zero silently)."""
     from flux_chroma.tasks.documents import document_key, list_documents
 
     listed = await list_documents.with_options(**dict(options))(collection)
@@ -103,7 +81,7 @@ async def evaluation_steps(
     ks: Sequence[int],
     options: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """Run the questions as ``query`` tasks inside the current workflow and score them.
+    """Run the questions as ``query`` tasks in this workflow; return :func:`evaluate`'s report.
 
     Args:
         collection: Tenant-relative collection name (an alias is followed).
@@ -111,9 +89,6 @@ async def evaluation_steps(
         modes: Query modes to compare.
         ks: Recall cut-offs.
         options: Task options for ``query`` (``tenant``, ``url``, ...).
-
-    Returns:
-        The report (see :func:`evaluate`).
     """
     from flux_chroma.tasks.builtin import query
 
@@ -172,10 +147,8 @@ def evaluate(
         labels: A JSON-lines file (see :mod:`flux_chroma.quality.labels`) or a list of
             ``{"question", "relevant_documents"}`` dicts.
         tenant: Tenant id.
-        modes: Query modes to compare (default: every mode ``query`` has, e.g.
-            ``["dense", "hybrid"]``). Each is passed to ``query(mode=...)``; ``"dense"``
-            is the nearest-neighbour search every version has; ``"default"`` calls
-            ``query`` without ``mode=``).
+        modes: Query modes to compare (default: every mode ``query`` has); ``"default"``
+            calls ``query`` without ``mode=``.
         k: Recall cut-offs.
         options: Other loggable task options (``url``, ``tenancy``, timeouts, ...).
 

@@ -1,10 +1,8 @@
 """The migration quality gate: refuse to switch an alias to a collection that answers worse.
 
-Before :func:`~flux_chroma.ingest.migrate.switch_alias` runs, the labelled set is asked of
-the old collection (with its pinned model) and of the new one (with the new model), through
-the public ``query`` task in its default mode. When the new collection's recall@10 is lower
-by more than ``max_recall_drop``, :class:`~flux_chroma.errors.QualityGateError` fails the
-migration: the alias is not switched and readers keep the old collection.
+The labelled set is asked of the old collection (pinned model) and the new one (new model)
+through ``query`` in its default mode; a recall@10 drop above ``max_recall_drop`` fails the
+migration before the alias is switched.
 """
 
 from __future__ import annotations
@@ -45,13 +43,6 @@ async def quality_gate(
     options: Mapping[str, Any],
 ) -> dict[str, Any]:
     """Measure recall@10 of ``source`` (pinned model) and ``target`` (``options``' model).
-
-    Args:
-        source: The collection readers use now.
-        target: The migrated collection.
-        labels: Checked labelled questions.
-        max_recall_drop: The largest allowed ``recall@10(source) - recall@10(target)``.
-        options: Task options of the migration (tenant, new embedding function, ...).
 
     Returns:
         ``{"questions", "recall@10_before", "recall@10_after", "drop", "max_recall_drop", "passed": True}``.

@@ -1,9 +1,7 @@
 """A labelled set: one JSON object per line, ``{"question", "relevant_documents"}``.
 
-``relevant_documents`` lists document ids as the ingestion job names them (``{source
-id}/{relative path}`` for a files source) or chunk/record ids. Optional keys: ``kind`` (a
-group name such as ``"known-item"`` or ``"natural"``; figures are also given per kind) and
-``id``. Any other key is refused, so a typo (``relevant_docs``) cannot silently score zero.
+Optional keys: ``kind`` (figures are also given per kind) and ``id``. Any other key is refused,
+so a typo (``relevant_docs``) cannot silently score zero.
 """
 
 from __future__ import annotations
@@ -74,15 +72,10 @@ def load_labels(source: str | Path | Iterable[Mapping[str, Any]]) -> list[Labell
     """Read a labelled set from a JSON-lines file, or check one given as a list.
 
     Args:
-        source: Path of a ``.jsonl`` file (blank lines and lines starting with ``#`` are
-            skipped), or an iterable of dicts.
-
-    Returns:
-        The checked questions, in order.
+        source: Path of a ``.jsonl`` file (blank and ``#`` lines skipped), or an iterable of dicts.
 
     Raises:
-        ConfigurationError: Missing file, bad JSON or a malformed question (the message names
-            the file and line).
+        ConfigurationError: Missing file, bad JSON or a malformed question (named by line).
 
     Example:
         >>> load_labels([{"question": "what is x?", "relevant_documents": ["docs/x.md"]}])

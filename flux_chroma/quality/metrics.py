@@ -1,16 +1,8 @@
-"""Recall@k, reciprocal rank and nDCG@10 of one ranked hit list, and their means.
+"""Recall@k, hit@k, reciprocal rank and nDCG@10 of one ranked hit list, and their means.
 
-A hit *answers to* its own id and to its document's id (the chunk id's document part), so a
-label may name documents or chunks. Ranks are positions in the hit list as ``query``
-returns it (1 = first). Each relevant item counts once, at the first hit that finds it:
-
-* ``recall@k``: the share of the question's relevant items found in the first ``k`` hits;
-* ``hit@k``: 1 when at least one relevant item is in the first ``k`` hits, else 0 (for a
-  known-item question whose passage several identical files hold, finding one is success);
-* reciprocal rank: ``1 / rank`` of the first hit that finds any relevant item (0 if none);
-* ``nDCG@10``: binary gains; a hit gains 1 when it finds a relevant item no earlier hit
-  found, discounted by ``log2(rank + 1)``, divided by the best possible sum for
-  ``min(len(relevant), 10)`` relevant hits.
+A hit answers to its own id and its document's id, so a label may name documents or chunks.
+Each relevant item counts once, at the first hit (rank 1 = first) that finds it; nDCG uses
+binary gains over ``min(len(relevant), 10)`` ideal hits.
 """
 
 from __future__ import annotations
@@ -33,16 +25,11 @@ def answers_to(hit_id: str) -> set[str]:
 
 
 def score_question(hit_ids: Sequence[str], relevant: Iterable[str], ks: Sequence[int]) -> dict[str, Any]:
-    """Score one ranked hit list against the question's relevant items.
-
-    Args:
-        hit_ids: Hit ids, best first.
-        relevant: Relevant document or chunk ids.
-        ks: Cut-offs for recall.
+    """Score hit ids (best first) against the relevant document or chunk ids.
 
     Returns:
-        ``{"recall@k" and "hit@k" for each k, "rr", "ndcg@10", "first_rank"}`` (``first_rank`` is
-        ``None`` when no hit is relevant).
+        ``{"recall@k" and "hit@k" for each k, "rr", "ndcg@10", "first_rank"}`` (``first_rank``
+        is ``None`` when no hit is relevant).
 
     Example:
         >>> s = score_question(["d/b#0:000000000000", "d/a#1:000000000000"], ["d/a"], [1, 5])
