@@ -1,15 +1,9 @@
 """The one lazy loader of flux-chroma's packages (PEP 562 module ``__getattr__``).
 
-A package whose public names live in modules with heavy dependencies (chromadb, onnxruntime,
-numpy, diskcache) lists them in one mapping, module -> names, and gets its ``__getattr__``
-and ``__dir__`` here: a name is imported from its module on first access, then kept in the
-package's namespace. Type checkers see the same names through an ``if TYPE_CHECKING:`` import
-block in the package; ``tests/test_import_cost.py`` checks that block, the mapping and
-``__all__`` agree.
-
-Example:
-    >>> _LAZY = {"cache": ("EmbeddingCache",), "embedder": ("CachingEmbedder",)}
-    >>> __getattr__, __dir__ = lazy_exports(__name__, _LAZY)
+A package lists names from modules with heavy dependencies (chromadb, onnxruntime, numpy,
+diskcache) as module -> names; each is imported on first access. Type checkers see them through
+an ``if TYPE_CHECKING:`` block, which ``tests/test_import_cost.py`` checks against the mapping
+and ``__all__``.
 """
 
 from __future__ import annotations
@@ -25,14 +19,11 @@ __all__ = ["lazy_exports"]
 def lazy_exports(
     package: str, homes: Mapping[str, tuple[str, ...]]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """Build a package's ``__getattr__`` and ``__dir__`` for names imported on first use.
+    """Build a package's ``(__getattr__, __dir__)`` for names imported on first use.
 
     Args:
         package: The package's ``__name__``.
         homes: Module, relative to ``package`` (e.g. ``"cache"``) -> the names it provides.
-
-    Returns:
-        ``(__getattr__, __dir__)`` to assign at the package's module level.
     """
     module_of = {name: module for module, names in homes.items() for name in names}
 

@@ -1,14 +1,9 @@
 """The fleet canary: a Flux workflow that checks flux-chroma on whichever worker runs it.
 
-``flux-chroma doctor --flux URL`` registers this file with the Flux server and runs
-``flux-chroma/canary`` once per online worker. Only this file is shipped to the workers, and
-it imports nothing but Flux at module level: a worker on which ``import flux_chroma`` fails
-(not installed, a broken install, an error in Flux's child process) still runs the canary,
-which returns that error instead of dying. The workflow is ``transient``: should its child
-process die anyway, Flux fails it at once instead of re-dispatching it forever (what Flux
-0.87 does with a durable execution whose worker child exits before reporting).
-
-Definitions only: Flux re-executes this module when it registers or runs the workflow.
+``flux-chroma doctor --flux URL`` ships only this file and runs it once per online worker. It
+imports nothing but Flux at module level, so a worker where ``import flux_chroma`` fails returns
+that error instead of dying. It is ``transient``: Flux 0.87 re-dispatches forever a durable
+execution whose worker child dies before reporting. Definitions only (Flux re-executes it).
 """
 
 from __future__ import annotations
@@ -24,9 +19,8 @@ async def canary(ctx: ExecutionContext[dict[str, Any]]) -> dict[str, Any]:
 
     Returns:
         ``{"ok", "pid", "python", "flux_chroma", "chromadb", "model", "chroma", "server_url",
-        "error"}``: ``ok`` is False with ``error`` (type, message and the last frames) when
-        importing flux-chroma's ingestion workflows fails; ``model`` and ``chroma`` say
-        whether the default model's files are here and the Chroma server answers.
+        "error"}``: ``ok`` is False with ``error`` (and ``traceback``) when the import fails;
+        ``model`` and ``chroma`` say whether the model files are here and the server answers.
     """
     import os
     import platform

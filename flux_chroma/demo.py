@@ -1,8 +1,7 @@
 """The quickstart's main job: one Chroma server, an ingestion and a query workflow, run inline.
 
-Used by ``examples/quickstart.py`` and ``flux-chroma demo``. This module only defines
-things at import time (Flux re-executes a workflow's module when it first registers it):
-the server, the Flux state and the runs all start inside :func:`main` / :func:`run_demo`.
+Used by ``examples/quickstart.py`` and ``flux-chroma demo``. Definitions only at import (Flux
+re-executes a workflow's module when it registers it).
 """
 
 from __future__ import annotations
@@ -22,9 +21,6 @@ from flux_chroma.errors import FluxChromaError
 from flux_chroma.tasks.builtin import embed_and_add, query
 
 __all__ = ["TENANT", "COLLECTION", "DOCS", "QUESTION", "DemoResult", "ingest", "search", "run_demo", "main"]
-
-NAMESPACE = "flux-chroma-demo"
-"""Flux namespace of the demo workflows (keeps them apart from your own ``ingest``)."""
 
 TENANT = "demo"
 """Tenant the demo writes to."""
@@ -51,6 +47,8 @@ def _options(ctx: ExecutionContext[dict[str, Any]]) -> dict[str, Any]:
     return options
 
 
+# The namespace keeps these apart from your own ``ingest``; Flux reads it from this file's
+# source when registering, so it must stay a literal.
 @workflow.with_options(namespace="flux-chroma-demo")
 async def ingest(ctx: ExecutionContext[dict[str, Any]]) -> dict[str, Any]:
     """Upsert ``input.docs`` into the demo collection (idempotent: a re-run changes nothing)."""
@@ -78,7 +76,6 @@ class DemoResult:
         server_pid: Pid of the server the demo started (None when it used ``url=``).
         data_dir: Data directory of that server (None when it used ``url=``).
         receipt: The ingestion receipt (see ``embed_and_add``).
-        question: The question asked.
         hits: Ranked hits, nearest first.
     """
 
@@ -128,9 +125,6 @@ def run_demo(
         flux_home: Folder for Flux's state; default a temporary folder removed afterwards.
         announce: Called once the server is up (before ingesting), e.g. to print its URL.
 
-    Returns:
-        The server used, the ingestion receipt and the ranked hits.
-
     Raises:
         FluxChromaError: A step failed (the error keeps its readable message).
     """
@@ -150,9 +144,6 @@ def run_demo(
 
 def main(question: str = QUESTION) -> int:
     """Start a server, ingest, query, print the hits, stop the server (the quickstart).
-
-    Args:
-        question: The question to ask.
 
     Returns:
         0 on success, 1 when a step failed (the reason goes to stderr).

@@ -1,25 +1,14 @@
 """Erasing a tenant: ``erase_tenant`` and ``flux-chroma tenant erase TENANT --yes``.
 
-What goes, in this order:
+What goes: every collection of the tenant's namespace with its alias registry (prefix mode:
+``{tenant}__*`` in the default database; tenant ids hold no ``_``, so ``acme__`` never matches
+``acme-eu__x``), or in database mode the tenant's database; then this host's cache entries of
+the tenant's texts. Cache keys hold no tenant, so the text hashes come from the stored
+documents before they are deleted, and entries whose text another tenant stores are kept.
+What cannot go from here is listed in the receipt's ``remains``.
 
-1. Every collection of the tenant's namespace, aliases included (prefix mode: the collections
-   named ``{tenant}__*`` in the default database, its alias registry ``{tenant}__fc.aliases``
-   among them; tenant ids hold no ``_``, so ``acme__`` never matches ``acme-eu__x``), or, in
-   database mode, every collection of the tenant's database and then the database.
-2. The host's embedding-cache entries of the tenant's texts. Cache keys are
-   ``namespace:sha256(text)`` and hold no tenant, so the texts' hashes are computed from the
-   stored documents before they are deleted; an entry whose text another tenant also stores
-   (on the same server) is kept, and counted as kept.
-
-What cannot go from here is stated in the receipt (``remains``): other hosts' caches (run
-``--cache-only`` there first, while the tenant's records still exist), question embeddings
-cached by queries (the cache cannot tell whose they are), and Flux executions that hold the
-tenant's documents by value (``embed_and_add`` arguments are recorded in Flux's event log).
-
-A running ingestion job of the tenant on this host (its job lock is held) stops the erasure
-before anything is deleted (:class:`TenantBusyError`). A writer elsewhere that re-creates a
-collection while the erasure runs is caught by a final listing, which fails the erasure with
-the same error; run it again once that writer stopped (the erasure is idempotent).
+A running ingestion job of the tenant on this host (its job lock is held), or a collection
+re-created during the erasure, fails it with :class:`TenantBusyError`; it is idempotent.
 """
 
 from __future__ import annotations
@@ -150,21 +139,8 @@ def erase_tenant_sync(
 ) -> dict[str, Any]:
     """Erase (or, without ``confirm``, list) a tenant's collections, aliases and cache entries.
 
-    Args:
-        namespace: The tenant and its tenancy mode.
-        settings: The Chroma server.
-        cache_dir: This host's embedding cache (default: the default cache folder).
-        confirm: Delete; ``False`` only lists what would go (a dry run).
-        cache_only: Only this host's cache entries (run it on every other host first).
-
-    Returns:
-        The audit receipt (see :func:`erase_tenant`).
-
-    Raises:
-        TenantBusyError: An ingestion job of the tenant runs on this host, or a collection
-            of the tenant reappeared during the erasure.
-        ChromaUnavailableError: The server is unreachable (nothing or part was deleted; run
-            again: the erasure is idempotent).
+    The synchronous body of :func:`erase_tenant`, with the same receipt and errors;
+    ``cache_dir`` defaults to the default cache folder.
     """
     from flux_chroma.embedding.cache import default_cache_dir
 
@@ -255,13 +231,13 @@ def _remains(tenant: str) -> list[str]:
 async def erase_tenant(confirm: bool = False, cache_only: bool = False) -> dict[str, Any]:
     """Erase the task's tenant: its collections and aliases (or database), and cache entries.
 
-    Without ``confirm=True`` it is a dry run: it lists what would go and deletes nothing.
     The tenant, tenancy, server and cache folder are the task's options
     (``erase_tenant.with_options(tenant="acme", tenancy="database", ...)``).
 
     Args:
-        confirm: Delete (``False``: dry run).
-        cache_only: Only this host's embedding-cache entries of the tenant's texts.
+        confirm: Delete; ``False`` is a dry run listing what would go.
+        cache_only: Only this host's embedding-cache entries of the tenant's texts (run it on
+            every other host first, while the records still exist).
 
     Returns:
         An audit receipt: ``tenant``, ``tenancy``, ``dry_run``, ``cache_only``, ``collections``

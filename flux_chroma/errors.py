@@ -1,12 +1,9 @@
 """Typed errors of flux-chroma, and the one place where client errors are classified.
 
-Every error derives from :class:`FluxChromaError`, itself a subclass of Flux's
-``ExecutionError``. Flux stores an ``ExecutionError`` subclass unchanged (anything else is
-wrapped, and ``str(ExecutionError(ValueError("x")))`` is ``"None"``), and its JSON encoder
-serialises an ``ExecutionError`` without an inner exception as ``{type, message}`` of the
-error itself. So flux-chroma errors keep their text across pickling, replay and JSON hops.
-
-Each error says what failed, names the culprit, and says what to do.
+Every error derives from :class:`FluxChromaError`, a subclass of Flux's ``ExecutionError``,
+which Flux stores unchanged and serialises as ``{type, message}`` (anything else is wrapped:
+``str(ExecutionError(ValueError("x")))`` is ``"None"``), so the text survives pickling, replay
+and JSON. Each error says what failed, names the culprit and what to do.
 """
 
 from __future__ import annotations
@@ -44,9 +41,6 @@ __all__ = [
 class FluxChromaError(ExecutionError):
     """Base class of every flux-chroma error.
 
-    Args:
-        message: The full, human-readable message (what failed, the culprit, what to do).
-
     Attributes:
         transient: True when retrying the same call later can succeed (Flux's
             ``retry_max_attempts`` applies); False when it fails at once.
@@ -78,10 +72,7 @@ class ConfigurationError(FluxChromaError):
 
 
 class OneOwnerError(ConfigurationError):
-    """A PersistentClient, a filesystem path, or a second owner of a data directory was used.
-
-    One Chroma server process must own a data directory; every worker talks to it over HTTP.
-    """
+    """A PersistentClient, a filesystem path, or a second owner of a data directory was used."""
 
 
 class InvalidNameError(FluxChromaError):
@@ -117,11 +108,7 @@ class UnpinnedCollectionError(FluxChromaError):
 
 
 class EmbeddingFunctionError(FluxChromaError):
-    """The embedding function raised: a client-side failure, the server was not called.
-
-    Not retried (flux-chroma cannot tell a broken function from a flaky backend); the message
-    names the function and its error. Fix it (or its backend) and run the call again.
-    """
+    """The embedding function raised (the server was not called); never retried."""
 
 
 class ModelNotAvailableError(FluxChromaError):
@@ -133,20 +120,18 @@ class SourceChangedError(FluxChromaError):
 
 
 class SourceConflictError(ConfigurationError):
-    """An ingestion source's id already names records read from another location.
+    """An ingestion source's id already names records read from another folder, file or loader.
 
-    Raised before anything is written: the collection holds records of the same source id
-    that came from a different folder, file or loader (another job's, or this source's
-    before it moved). The message names both locations and says what to do: give the
-    source another id, or opt in to ``relocate`` when the folder really moved.
+    Raised before anything is written. Give the source another id, or opt in to ``relocate``
+    when the folder really moved.
     """
 
 
 class QualityGateError(FluxChromaError):
     """A migration's new collection answers a labelled set worse than allowed.
 
-    Raised before the alias is switched: readers keep the old collection. The message gives
-    both recall@10 figures and the threshold; the new collection is left for inspection.
+    Raised before the alias is switched (readers keep the old collection); the new collection
+    is left for inspection.
     """
 
 
@@ -155,10 +140,7 @@ class ServerStartError(FluxChromaError):
 
 
 class ChromaUnavailableError(FluxChromaError):
-    """The Chroma server could not be reached or answered with a transient failure.
-
-    Retried by Flux when the task has ``retry_max_attempts`` > 0.
-    """
+    """The Chroma server could not be reached or failed transiently (retried by Flux)."""
 
     transient = True
 
@@ -168,10 +150,7 @@ class ChromaRequestError(FluxChromaError):
 
 
 class NotChromaServerError(ChromaRequestError):
-    """The URL answers HTTP, but not as a Chroma server (wrong port, a proxy, a static site).
-
-    Permanent (never retried): point ``url=`` / ``FLUX_CHROMA_URL`` at a ``chroma run`` server.
-    """
+    """The URL answers HTTP, but not as a Chroma server (wrong port, a proxy); never retried."""
 
 
 _TRANSIENT_STATUS = {408, 425, 429, 500, 502, 503, 504}
@@ -195,19 +174,15 @@ def _refused_credentials(exc: BaseException, status: int | None) -> bool:
 
 
 def classify_chroma_error(exc: BaseException, *, action: str, url: str) -> FluxChromaError:
-    """Map an exception raised by chromadb/httpx into a typed flux-chroma error.
+    """Map an exception raised by chromadb/httpx into a typed flux-chroma error to raise.
 
-    This is the single place where transient and permanent failures are told apart.
-    Transient: the httpx transport family (connection refused/reset, timeouts, protocol
-    errors), Chroma ``InternalError`` and 408/429/5xx answers. Everything else is permanent.
+    The single place where transient failures (httpx transport errors and timeouts, Chroma
+    ``InternalError``, 408/429/5xx) are told from permanent ones (everything else).
 
     Args:
         exc: The exception raised by the client.
         action: What flux-chroma was doing, e.g. ``"upsert into 'acme__handbook'"``.
         url: The server URL (never includes credentials).
-
-    Returns:
-        A :class:`FluxChromaError` to raise ``from exc``.
     """
     if isinstance(exc, FluxChromaError):
         return exc

@@ -1,27 +1,12 @@
 """Flux's local state folder and log level, set up by flux-chroma's entry points only.
 
-**Where the state lives.** Flux keeps executions in ``database_url``; ``FLUX_HOME`` alone does
-not move it. :func:`flux_home` resolves one home folder (``--flux-home``, else ``FLUX_HOME``,
-else ``./.flux``) and points both ``home`` and ``database_url`` at it for the duration of a
-``with`` block (the CLI, the demo and the quality evaluation use it).
+Flux keeps executions in ``database_url`` (``FLUX_HOME`` alone does not move it), by default
+``sqlite:///.flux/flux.db``, and does not create that folder. :func:`flux_home` points both at
+one folder for a ``with`` block; the entry points call :func:`ensure_flux_db_folder`.
 
-Importing :mod:`flux_chroma` changes nothing in the process: no import hooks, no global
-listeners, no logging set-up. Flux runs flux-chroma inside its workers' child processes,
-where ``flux.config`` is a read-only snapshot that holds only a few settings; anything
-done at import time runs there too (an import-time read of a setting outside that
-snapshot crash-looped every job of a fleet).
-
-**``./.flux``.** Flux keeps inline executions in ``database_url``, by default
-``sqlite:///.flux/flux.db`` relative to the current directory, and does not create that
-folder (``sqlite3.OperationalError: unable to open database file``). flux-chroma's own
-entry points (the ``flux-chroma`` commands, :func:`~flux_chroma.ingest.run_ingest` and the
-other inline job runners, the demo) call :func:`ensure_flux_db_folder` before Flux opens
-its database. A script of your own that calls ``workflow.run()`` needs the folder to exist
-(``mkdir -p .flux``), as with any Flux workflow.
-
-**Flux's log lines.** Flux logs at ``INFO`` on stdout. The ``flux-chroma`` commands lower
-Flux's logger to ``WARNING`` and move it to stderr (so ``--json`` output stays clean),
-unless ``FLUX_LOG_LEVEL`` asks for a level; library code never touches logging.
+Nothing here runs at import: Flux runs flux-chroma in worker child processes whose
+``flux.config`` is a read-only snapshot of a few settings (an import-time read of another
+setting crash-looped every job of a fleet).
 """
 
 from __future__ import annotations
@@ -49,9 +34,9 @@ DEFAULT_FLUX_HOME = ".flux"
 
 
 def quiet_flux_logs() -> None:
-    """Default Flux's log level to WARNING and send its log lines to stderr (CLI only).
+    """Default Flux's log level to WARNING and send its lines to stderr (``FLUX_LOG_LEVEL`` wins).
 
-    ``FLUX_LOG_LEVEL`` wins when set. Called by the ``flux-chroma`` commands, never at import.
+    Called by entry points only, so ``--json`` output stays clean; library code never logs setup.
     """
     asked = os.environ.get("FLUX_LOG_LEVEL", "").strip().upper()
     level = asked if asked in logging.getLevelNamesMapping() else "WARNING"
@@ -65,10 +50,7 @@ def quiet_flux_logs() -> None:
 def flux_sqlite_path() -> Path | None:
     """The absolute path of Flux's SQLite database file, or None.
 
-    Returns:
-        The file Flux's current configuration (``database_url``) points at; None when Flux
-        does not use a SQLite file (PostgreSQL, in memory) or when the process runs inside a
-        Flux worker's child, whose configuration snapshot has no database URL.
+    None for PostgreSQL, in memory, or in a worker child (its snapshot has no database URL).
     """
     from flux.config import Configuration
 
@@ -111,12 +93,9 @@ def ensure_flux_db_folder() -> Path | None:
 def resolve_flux_home(option: str | os.PathLike[str] | None) -> Path | None:
     """Decide which folder holds Flux's state.
 
-    Args:
-        option: An explicit folder (``--flux-home``), or None.
-
     Returns:
-        The absolute folder to use; None when ``FLUX_DATABASE_URL`` is set and no folder was
-        given (Flux then reads its own environment unchanged).
+        ``option`` (``--flux-home``), else ``FLUX_HOME``, else ``./.flux``, made absolute;
+        None when ``FLUX_DATABASE_URL`` is set and no option given.
     """
     if option is not None:
         return Path(option).expanduser().resolve()
@@ -130,8 +109,7 @@ def flux_home(option: str | os.PathLike[str] | None = None) -> Iterator[Path | N
     """Run the block with Flux's home and SQLite database in one folder.
 
     Args:
-        option: The folder; None means ``FLUX_HOME`` or ``./.flux`` (or, when
-            ``FLUX_DATABASE_URL`` is set, whatever Flux's environment says).
+        option: The folder; None means :func:`resolve_flux_home`'s choice.
 
     Yields:
         The folder in use, or None when Flux's environment decides.

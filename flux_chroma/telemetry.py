@@ -1,22 +1,13 @@
 """Spans and metrics through Flux's own observability (``flux.observability``), never a second stack.
 
-Flux sets its OpenTelemetry providers up in ``flux start server`` / ``flux start worker`` when
-``FLUX_OBSERVABILITY__ENABLED=true``; :func:`flux.observability.get_tracer` and
-:func:`~flux.observability.get_meter` return ``None`` otherwise. Every function here asks
-them first and does nothing more when they say ``None``: with observability off, a task pays
-one function call and one ``None`` test (``bench/telemetry_cost.py`` measures it).
+Flux's ``get_tracer`` / ``get_meter`` return ``None`` unless ``FLUX_OBSERVABILITY__ENABLED=true``;
+every function here stops there, so with observability off a task pays one call and one ``None``
+test (``bench/telemetry_cost.py``).
 
-What may appear in telemetry is fixed here, in one place:
-
-* span names are constants (``flux_chroma.task``, ``flux_chroma.ingest.batch``, ...);
-* span attributes are the tenant, the collection name, the task's function name and
-  integers (counts, batch and unit numbers);
-* metric labels are ``tenant`` and ``collection`` (plus ``error_type``, an exception class
-  name, on the error counter);
-* an error is recorded by its class name only, never its message (messages name document
-  ids and sources).
-
-Never a document, a question, a metadata value, a record id or a credential.
+What may appear is fixed here: constant span names; span attributes tenant, collection, the
+task's function name and integers; metric labels ``tenant``, ``collection`` (and
+``error_type``); errors by class name only (messages name document ids and sources). Never a
+document, a question, a metadata value, a record id or a credential.
 """
 
 from __future__ import annotations
@@ -160,8 +151,8 @@ def span(name: str, tenant: object, collection: object = None, **numbers: int | 
         **numbers: Integer attributes (``batch=3``), or ``task=`` the task's function name.
 
     Yields:
-        The span (``set_attribute`` more integers on it), or ``None`` when observability
-        is off. An exception leaving the block marks the span failed with its class name.
+        The span, or ``None`` when observability is off. An exception leaving the block marks
+        the span failed with its class name.
     """
     from flux.observability import get_tracer
 
