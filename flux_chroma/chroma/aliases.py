@@ -72,7 +72,11 @@ def _forget(settings: ConnectionSettings, namespace: Namespace) -> None:
         _handles.pop((settings, namespace), None)
 
 
-def _lookup(settings: ConnectionSettings, namespace: Namespace, names: list[str]) -> dict[str, dict[str, Any]]:
+def _lookup(
+    settings: ConnectionSettings, namespace: Namespace, names: list[str] | None
+) -> dict[str, dict[str, Any]]:
+    """``{alias: metadata}`` of the registry entries ``names`` (``None``: all)."""
+    action = f"{'list' if names is None else 'read'} aliases of {namespace.tenant!r}"
     for _ in range(2):
         registry = _registry(settings, namespace, create=False)
         if registry is None:
@@ -81,7 +85,7 @@ def _lookup(settings: ConnectionSettings, namespace: Namespace, names: list[str]
             got = registry.get(ids=names, include=["metadatas"])
             return {rid: dict(meta or {}) for rid, meta in zip(got["ids"], got["metadatas"] or [], strict=False)}
         except Exception as exc:  # noqa: BLE001
-            mapped = classify_chroma_error(exc, action=f"read aliases of {namespace.tenant!r}", url=settings.url)
+            mapped = classify_chroma_error(exc, action=action, url=settings.url)
             _forget(settings, namespace)
             if not isinstance(mapped, CollectionNotFoundError):
                 raise mapped from None
@@ -90,12 +94,7 @@ def _lookup(settings: ConnectionSettings, namespace: Namespace, names: list[str]
 
 
 def get_alias(settings: ConnectionSettings, namespace: Namespace, name: str) -> str | None:
-    """Return the collection an alias points at, or ``None`` when ``name`` is no alias.
-
-    Raises:
-        InvalidNameError: ``name`` is not a valid collection name.
-        ChromaUnavailableError: The server is unreachable.
-    """
+    """Return the collection alias ``name`` points at, or ``None`` when it is no alias."""
     validate_collection_name(name)
     meta = _lookup(settings, namespace, [name]).get(name)
     target = (meta or {}).get(_TARGET_KEY)
@@ -131,15 +130,8 @@ def resolve_alias(target: Target, *, drop: bool = False) -> Target:
 
 def list_aliases(settings: ConnectionSettings, namespace: Namespace) -> dict[str, str]:
     """All aliases of a tenant: ``{alias: collection}``."""
-    registry = _registry(settings, namespace, create=False)
-    if registry is None:
-        return {}
-    try:
-        got = registry.get(include=["metadatas"])
-    except Exception as exc:  # noqa: BLE001
-        _forget(settings, namespace)
-        raise classify_chroma_error(exc, action=f"list aliases of {namespace.tenant!r}", url=settings.url) from None
-    return {rid: str((meta or {}).get(_TARGET_KEY)) for rid, meta in zip(got["ids"], got["metadatas"] or [], strict=False)}
+    entries = _lookup(settings, namespace, None)
+    return {alias: str(meta.get(_TARGET_KEY)) for alias, meta in entries.items()}
 
 
 def _check_target(settings: ConnectionSettings, namespace: Namespace, name: str) -> None:
@@ -211,11 +203,7 @@ def set_alias(
 
 
 def remove_alias(settings: ConnectionSettings, namespace: Namespace, alias: str) -> bool:
-    """Remove an alias (readers then use the real collection of that name, if any).
-
-    Returns:
-        True when the alias existed.
-    """
+    """Remove an alias; True when it existed (readers then use the collection of that name)."""
     validate_collection_name(alias)
     if get_alias(settings, namespace, alias) is None:
         return False

@@ -119,21 +119,11 @@ def pin_for(ef: Any, space: str = DEFAULT_SPACE) -> Pin:
     """
     identity = ef_identity(ef)
     fingerprint = compute_fingerprint(ef)
-    return Pin(
-        name=identity["name"],
-        config=identity["config"],
-        dimension=fingerprint.dimension,
-        space=space,
-        fingerprint=fingerprint,
-    )
+    return Pin(identity["name"], identity["config"], fingerprint.dimension, space, fingerprint)
 
 
 def check_pin(pinned: Pin, configured: Pin, *, collection: str) -> None:
-    """Raise when the ``configured`` pin differs from the collection's ``pinned`` one.
-
-    Raises:
-        EmbeddingMismatchError: Name, config, dimension, space or fingerprint differ.
-    """
+    """Raise ``EmbeddingMismatchError`` when the ``configured`` pin differs from ``pinned``."""
     problems: list[str] = []
     if pinned.name != configured.name:
         problems.append(f"model {pinned.name!r} != {configured.name!r}")

@@ -18,13 +18,12 @@ from pathlib import Path
 from flux_chroma.errors import ServerStartError
 
 __all__ = [
-    "check_port_free",
     "connect_url",
     "find_chroma",
-    "free_port",
     "is_loopback",
     "listens",
     "port_taken_message",
+    "probe_port",
     "read_tail",
     "terminate",
 ]
@@ -114,34 +113,24 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _bind_probe(host: str, port: int) -> int:
-    """Bind a throw-away socket like Chroma does (SO_REUSEADDR) and return its port."""
+def probe_port(host: str, port: int) -> int:
+    """Bind a throw-away socket to ``port`` (0: a free one) like Chroma does; the port bound."""
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
         )[0]
     except socket.gaierror as exc:
         raise ServerStartError(f"Cannot resolve ChromaServer host {host!r} ({exc}).") from exc
-    with socket.socket(family, kind, proto) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        probe.bind(address)
-        return int(probe.getsockname()[1])
-
-
-def free_port(host: str) -> int:
     try:
-        return _bind_probe(host, 0)
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+            return int(probe.getsockname()[1])
     except OSError as exc:
-        raise ServerStartError(f"Cannot bind a port on {host} ({exc}); check the host.") from exc
-
-
-def check_port_free(host: str, port: int) -> None:
-    try:
-        _bind_probe(host, port)
-    except OSError as exc:
-        if exc.errno == errno.EADDRINUSE:
+        if port and exc.errno == errno.EADDRINUSE:
             raise ServerStartError(port_taken_message(host, port)) from exc
-        raise ServerStartError(f"Cannot bind {host}:{port} ({exc}); check the host.") from exc
+        where = f"{host}:{port}" if port else f"a port on {host}"
+        raise ServerStartError(f"Cannot bind {where} ({exc}); check the host.") from exc
 
 
 def port_taken_message(host: str, port: int) -> str:

@@ -30,13 +30,12 @@ from flux_chroma.chroma.ownership import (
     write_owner,
 )
 from flux_chroma.chroma.process import (
-    check_port_free,
     connect_url,
     find_chroma,
-    free_port,
     is_loopback,
     listens,
     port_taken_message,
+    probe_port,
     read_tail,
     terminate,
 )
@@ -261,7 +260,6 @@ class ChromaServer:
                     f"Cannot write the Chroma server log {self._user_log_path} ({exc}); "
                     "pass a writable log_path."
                 ) from exc
-            self._log_path = self._user_log_path
         else:
             if self._temp_log_dir is not None:  # kept from a failed start
                 shutil.rmtree(self._temp_log_dir, ignore_errors=True)
@@ -271,12 +269,7 @@ class ChromaServer:
     def _launch(self, executable: str, lock_fd: int) -> None:
         attempts = _PORT_ATTEMPTS if self._requested_port == 0 else 1
         for attempt in range(1, attempts + 1):
-            if self._requested_port == 0:
-                port = free_port(self._host)
-            else:
-                port = self._requested_port
-                check_port_free(self._host, port)
-            self._port = port
+            port = self._port = probe_port(self._host, self._requested_port)
             if attempt == 1:
                 self._open_log()  # only now: a failed pre-check leaves no empty log behind
             assert self._log_path is not None
