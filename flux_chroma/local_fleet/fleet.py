@@ -200,7 +200,7 @@ class LocalFleet:
         """Wait until the server sees ``names`` online (others may have exited meanwhile).
 
         Raises:
-            TimeoutError: They were not all online within ``guard`` seconds.
+            TimeoutError: Not all online within ``guard`` seconds.
         """
         deadline = time.monotonic() + guard
         while not self.online() >= set(names):
@@ -222,7 +222,7 @@ class LocalFleet:
         """Run ``namespace/name`` and wait for its answer (``flux workflow run --mode sync``).
 
         Raises:
-            RuntimeError: The execution did not complete; the message carries its output.
+            RuntimeError: The execution did not complete (the message carries it).
         """
         namespace, name = ref.split("/", 1)
         response = self.http.post(f"/workflows/{namespace}/{name}/run/sync", json=payload)
@@ -246,11 +246,7 @@ class LocalFleet:
         return data
 
     def wait_terminal(self, execution_id: str, guard: float) -> dict[str, Any]:
-        """Poll until the execution ends.
-
-        Raises:
-            TimeoutError: It did not end within ``guard`` seconds.
-        """
+        """Poll until the execution ends; ``TimeoutError`` after ``guard`` seconds."""
         deadline = time.monotonic() + guard
         while time.monotonic() < deadline:
             execution = self.execution(execution_id)

@@ -141,11 +141,7 @@ class Processes:
 
 
 def tool(name: str) -> str:
-    """The path of a command installed next to this Python (``flux``, ``flux-chroma``).
-
-    Raises:
-        ServerStartError: It is not installed in this environment.
-    """
+    """The path of a command next to this Python or on PATH (else ``ServerStartError``)."""
     path = BIN / name
     found = str(path) if path.exists() else shutil.which(name)
     if not found:
@@ -156,12 +152,8 @@ def tool(name: str) -> str:
 def clean_env(keep: Sequence[str] = (), **extra: str) -> dict[str, str]:
     """This process's environment without ``FLUX_``/``CHROMA_`` variables, plus ``extra``.
 
-    Args:
-        keep: Prefixes of ``FLUX_``/``CHROMA_`` variables to pass through anyway (e.g.
-            ``FLUX_CHROMA``: flux-chroma's own settings such as the model or cache).
-
-    Returns:
-        The environment, with this Python's ``bin`` folder first on ``PATH``.
+    ``keep``: prefixes passed through anyway (e.g. ``FLUX_CHROMA``, flux-chroma's own settings).
+    This Python's ``bin`` folder comes first on ``PATH``.
     """
     env = {
         k: v
@@ -176,16 +168,10 @@ def clean_env(keep: Sequence[str] = (), **extra: str) -> dict[str, str]:
 def wait_for(
     what: str, probe: Callable[[], Any], procs: Processes, name: str, timeout: float = STARTUP_TIMEOUT
 ) -> Any:
-    """Return ``probe``'s first true value; fail at once when one of ``procs`` exits.
-
-    Args:
-        what: What is awaited, for the message.
-        probe: HTTP and OS errors it raises count as "not yet".
-        name: The process whose log tail a timeout shows.
-        timeout: Seconds (a hang guard).
+    """Return ``probe``'s first true value (its HTTP and OS errors count as "not yet").
 
     Raises:
-        ServerStartError: A process exited, or the wait timed out.
+        ServerStartError: One of ``procs`` exited, or ``timeout`` passed (with ``name``'s log).
     """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -205,11 +191,7 @@ def wait_for(
 
 
 def flux_cli(args: Sequence[str], env: dict[str, str], timeout: float = RUN_TIMEOUT) -> str:
-    """Run one ``flux`` command; its standard output.
-
-    Raises:
-        ServerStartError: It exited non-zero (the message carries its output).
-    """
+    """Run one ``flux`` command; its standard output (``ServerStartError`` when it fails)."""
     done = subprocess.run(
         [tool("flux"), *args], env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
