@@ -62,10 +62,7 @@ class _DeadlineStream(httpcore.NetworkStream):
         self._inner.close()
 
     def start_tls(
-        self,
-        ssl_context: Any,
-        server_hostname: str | None = None,
-        timeout: float | None = None,
+        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
     ) -> httpcore.NetworkStream:
         inner = self._inner.start_tls(ssl_context, server_hostname, _left(timeout, httpcore.ConnectTimeout))
         return _DeadlineStream(inner)

@@ -18,7 +18,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import FrameType
 from typing import Any, Self
 
 import httpx
@@ -238,12 +238,7 @@ class ChromaServer:
             self.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *_: object) -> None:
         self.stop()
 
     def __repr__(self) -> str:

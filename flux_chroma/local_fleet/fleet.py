@@ -11,7 +11,6 @@ import json
 import signal
 import time
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Literal, Self
 
 import httpx
@@ -117,9 +116,7 @@ class LocalFleet:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, *_: object) -> None:
         self.stop()
 
     def _bootstrap_token(self) -> str:

@@ -15,7 +15,6 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from types import TracebackType
 from typing import Self
 
 from flux_chroma.errors import ServerStartError
@@ -30,10 +29,10 @@ class PostgresUnavailable(ServerStartError):
 
 
 def postgres_bin_dir() -> Path:
-    """The folder holding ``initdb``, ``postgres`` and ``pg_ctl`` (newest version first).
+    """The folder of ``initdb``, ``postgres`` and ``pg_ctl``, newest version first.
 
     Raises:
-        PostgresUnavailable: No PostgreSQL server binaries are installed.
+        PostgresUnavailable: None is installed.
     """
     for candidate in sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: int(p.parent.name), reverse=True):
         if (candidate / "initdb").exists():
@@ -156,6 +155,6 @@ class LocalPostgres:
     def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(self, *_: object) -> None:
         self.stop()
 
