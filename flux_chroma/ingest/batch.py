@@ -1,10 +1,9 @@
 """The ingestion tasks: ``plan_ingest``, ``ingest_batch`` and ``cleanup_ingest``.
 
-They are :class:`~flux_chroma.tasks.task.ChromaTask` instances, so they take flux-chroma options
-(``tenant=``, ``url=``, ``embedding_function=``, ``cache=``, ...) and Flux options through
-``with_options`` and share the permanent/transient error handling of the other tasks. Their
-arguments are references (the job spec, one batch reference, a digest), never documents,
-so Flux's event log stays small; each call is a replay checkpoint.
+They are :class:`~flux_chroma.tasks.task.ChromaTask` instances (flux-chroma and Flux options
+through ``with_options``, the shared error handling). Their arguments are references (the job
+spec, one batch reference, a digest), never documents, so Flux's event log stays small; each
+call is a replay checkpoint.
 
 Example:
     >>> plan = await plan_ingest.with_options(tenant="acme")(job)
@@ -17,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from flux import ExecutionContext
@@ -37,7 +37,7 @@ from flux_chroma.ingest.spec import IngestJob
 from flux_chroma.tasks.context import chroma_options, chroma_target
 from flux_chroma.tasks.decorator import chroma_task
 from flux_chroma.tasks.options import ChromaOptions
-from flux_chroma.tasks.writer import WriteOptions, write_documents
+from flux_chroma.tasks.writer import write_documents
 from flux_chroma.telemetry import count, observe, record_receipt, span
 
 _RETRY: dict[str, Any] = {"retry_max_attempts": 3, "retry_delay": 1, "retry_backoff": 2}
@@ -84,23 +84,19 @@ def _plan_sync(target: Target, job: IngestJob, expected: str | None, options: Ch
 async def plan_ingest(job: dict[str, Any], expected_digest: str | None = None) -> dict[str, Any]:
     """Read a job's sources once and cut it into batch references.
 
-    Before reading the corpus it checks that no source's id holds records of another
-    location in the collection (see :func:`~flux_chroma.ingest.cleanup.claim_sources`); a
-    source with ``relocate: true`` takes such records over (``plan["sources"][i]["relocated"]``
-    counts them).
+    First :func:`~flux_chroma.ingest.cleanup.claim_sources`: a source with ``relocate: true``
+    takes over its id's records of another location (``plan["sources"][i]["relocated"]``).
 
     Args:
         job: The job spec (:meth:`IngestJob.to_dict`).
-        expected_digest: The corpus digest the job was submitted with; a different one
-            fails the plan (the sources changed in between). ``None`` skips the check.
+        expected_digest: The corpus digest the job was submitted with (``None``: no check).
 
     Returns:
         The plan (see :func:`~flux_chroma.ingest.plan.build_plan`) plus ``collection`` (the
         alias-resolved collection to write) and ``physical_name``.
 
     Raises:
-        SourceConflictError: A source's id holds records of another location (nothing is
-            written).
+        SourceConflictError: A source's id holds records of another location (nothing written).
         DuplicateIdError: A document id repeats and ``duplicates="error"``.
         SourceChangedError: A source is missing, or its digest is not ``expected_digest``.
         InvalidDocumentError: A malformed record (named by source and position).
@@ -129,28 +125,20 @@ def _verify(resolved: Resolved, ids: list[str], label: str, url: str) -> int:
     return len(ids)
 
 
-def _write_opts(job: IngestJob, ref: dict[str, Any], options: ChromaOptions) -> WriteOptions:
-    return options.write_options(extra_metadata=source_metadata(job.sources[ref["source"]]))
-
-
 def _batch_sync(target: Target, job: IngestJob, ref: dict[str, Any], options: ChromaOptions) -> dict[str, Any]:
     started = time.perf_counter()
     chunks = read_batch(job, ref)
-    source_id = job.sources[ref["source"]]["id"]
-    opts = _write_opts(job, ref, options)
-    receipt = write_documents(target, [c.document() for c in chunks], opts)
+    source = job.sources[ref["source"]]
+    opts = options.write_options(extra_metadata=source_metadata(source))
+    receipt: Mapping[str, Any] = write_documents(target, [c.document() for c in chunks], opts)
     resolved = open_collection(target, ef=options.embedding_function, space=options.space, create=False, adopt=options.adopt)
     verified = _verify(resolved, [c.id for c in chunks], f"batch {ref['batch']} of {target.label!r}", target.settings.url)
+    written = ("added", "updated", "skipped", "embedded", "cache_hits", "embed_seconds")
     return {
         "batch": ref["batch"],
-        "source": source_id,
+        "source": source["id"],
         "chunks": len(chunks),
-        "added": receipt["added"],
-        "updated": receipt["updated"],
-        "skipped": receipt["skipped"],
-        "embedded": receipt["embedded"],
-        "cache_hits": receipt["cache_hits"],
-        "embed_seconds": receipt["embed_seconds"],
+        **{key: receipt[key] for key in written},
         "seconds": round(time.perf_counter() - started, 6),
         "verified": verified,
         "pid": os.getpid(),
@@ -163,13 +151,12 @@ async def ingest_batch(collection: str, job: dict[str, Any], batch: dict[str, An
 
     Args:
         collection: The collection to write (``plan["collection"]``).
-        job: The job spec.
         batch: One entry of ``plan["batches"]``.
 
     Returns:
         A receipt: ``batch``, ``source``, ``chunks``, ``added``, ``updated``, ``skipped``,
         ``embedded``, ``cache_hits``, ``embed_seconds``, ``seconds``, ``verified``,
-        ``execution_id``, ``pid``.
+        ``execution_id``, ``worker``, ``pid``.
 
     Raises:
         SourceChangedError: The slice no longer matches its digest (nothing is written).
@@ -216,20 +203,14 @@ def _lost_sync(target: Target, job: IngestJob, refs: list[dict[str, Any]], optio
 
 @chroma_task(**_RETRY)
 async def find_lost_batches(collection: str, job: dict[str, Any], batches: list[dict[str, Any]], run: str) -> list[int]:
-    """Ask the server which of the given (replayed) batches are no longer fully stored.
+    """Numbers of the given (replayed) batches with at least one id missing on the server.
 
-    A re-run after ``FAILED`` replays the batches the failed run committed from its copied
-    events; the collection may have been dropped or the server wiped since. One
-    ``get(ids, include=[])`` per batch (no embedding) tells.
+    A re-run after ``FAILED`` replays the failed run's batches, but the collection may have
+    been dropped since. One ``get(ids, include=[])`` per batch (no embedding) tells.
 
     Args:
-        collection: The collection the batches wrote.
-        job: The job spec.
         batches: Entries of ``plan["batches"]`` whose receipts were replayed.
         run: The current execution id (a fresh check per run, never itself replayed).
-
-    Returns:
-        Batch numbers with at least one id missing on the server.
     """
     options = chroma_options()
     spec = _job(options, job)
@@ -242,8 +223,6 @@ async def cleanup_ingest(collection: str, job: dict[str, Any], plan_digest: str)
     """Delete the job's stale chunks (after all batches committed), per ``job["cleanup"]``.
 
     Args:
-        collection: The collection the batches wrote.
-        job: The job spec.
         plan_digest: The plan's digest; cleanup refuses to run if the sources changed since.
 
     Returns:

@@ -1,13 +1,10 @@
 """File formats: one file's bytes -> its text (Markdown for converted formats), or a named skip.
 
-Plain text and Markdown are read as they are; ``.gz`` files are decompressed (up to
+Text and Markdown are read as they are; ``.gz`` files are decompressed (up to
 :data:`MAX_EXPANDED_MB`) and converted by their inner name; HTML becomes its main text as
-Markdown (BeautifulSoup + markdownify: no markup, scripts, styles or navigation); PDF, DOCX
-and PPTX go through ``markitdown`` when the ``flux-chroma[documents]`` extra is installed.
-A file that cannot be read or converted is never an error that stops a job: :func:`read_file`
-returns a :class:`Skipped` with a reason a person can act on.
-
-Everything here is offline: no converter downloads a model or calls a service.
+Markdown (BeautifulSoup + markdownify); PDF, DOCX and PPTX go through ``markitdown`` (the
+``flux-chroma[documents]`` extra). A file that cannot be read or converted never stops a job:
+:func:`read_file` returns a :class:`Skipped` with a reason a person can act on. All offline.
 """
 
 from __future__ import annotations
@@ -28,18 +25,9 @@ from pathlib import PurePosixPath
 from typing import Any
 
 __all__ = [
-    "Converted",
-    "Skipped",
-    "read_file",
-    "format_of",
-    "default_globs",
-    "documents_available",
-    "MAX_FILE_MB",
-    "MAX_EXPANDED_MB",
-    "MAX_RUN",
-    "PLAIN_NAMES",
-    "INSTALL_HINT",
-]
+    "Converted", "Skipped", "read_file", "format_of", "default_globs", "documents_available",
+    "MAX_FILE_MB", "MAX_EXPANDED_MB", "MAX_RUN", "PLAIN_NAMES", "INSTALL_HINT",
+]  # fmt: skip
 
 MAX_FILE_MB = 64
 """A file larger than this (on disk) is skipped: ``too large``."""
@@ -71,12 +59,12 @@ class Converted:
 
     Args:
         text: The document text (Markdown for HTML, PDF, DOCX and PPTX).
-        format: ``"md"``, ``"txt"``, ``"html"``, ``"pdf"``, ``"docx"`` or ``"pptx"`` (the inner
-            format of a ``.gz`` file).
+        format: ``"md"``, ``"txt"``, ``"html"``, ``"pdf"``, ``"docx"`` or ``"pptx"`` (a
+            ``.gz`` file's inner format).
         converter: What produced the text and its version, e.g. ``"gzip+markitdown 0.1.9"``
-            (``""`` for a plain text file read as it is): part of the document's identity.
-        title: The document's own title (HTML ``<title>``, PDF/DOCX/PPTX metadata), if any.
-        page_starts: Character offsets in ``text`` where each page starts (PDF), else ``()``.
+            (``""`` for text read as it is): part of the document's identity.
+        title: The document's own title, if any.
+        page_starts: Character offsets in ``text`` where each page (or slide) starts, else ``()``.
     """
 
     text: str
@@ -88,36 +76,26 @@ class Converted:
 
 @dataclass(frozen=True)
 class Skipped:
-    """A file left out of the job, and why.
-
-    Args:
-        reason: Why, and what to do about it (e.g. ``"binary (NUL bytes at byte 12)"``).
-    """
+    """A file left out of the job; ``reason`` says why and what to do about it."""
 
     reason: str
 
 
 class _Skip(Exception):
-    """Raised inside this module; :func:`read_file` turns it into a :class:`Skipped`."""
+    """Raised inside this module; :func:`read_file` returns it as a :class:`Skipped`."""
 
 
 @cache
 def documents_available() -> bool:
-    """Whether the ``flux-chroma[documents]`` extra (markitdown and its PDF/DOCX/PPTX parts) is installed.
-
-    Returns:
-        True when PDF, DOCX and PPTX files can be converted (checked without importing them).
-    """
+    """Whether the ``flux-chroma[documents]`` extra is installed (checked without importing it)."""
     return all(find_spec(name) is not None for name in ("markitdown", "pdfminer", "mammoth", "pptx"))
 
 
 def default_globs() -> list[str]:
     """The ``glob`` of a ``files`` source that names none.
 
-    Returns:
-        Patterns for Markdown, text, reStructuredText and HTML files (also gzipped), PDF/DOCX/PPTX
-        when :func:`documents_available`, and the extension-less names of :data:`PLAIN_NAMES`
-        (``README``, ``README.Debian``, ``changelog.Debian.gz``, ...).
+    Markdown, text, reStructuredText and HTML (also gzipped), PDF/DOCX/PPTX when
+    :func:`documents_available`, and the names of :data:`PLAIN_NAMES`.
     """
     suffixes = [*_TEXT, *_HTML]
     globs = [f"**/*{s}" for s in suffixes] + [f"**/*{s}.gz" for s in suffixes]
@@ -129,14 +107,7 @@ def default_globs() -> list[str]:
 
 
 def format_of(name: str) -> tuple[str, bool]:
-    """The format of a file from its name.
-
-    Args:
-        name: The file name (or relative path).
-
-    Returns:
-        ``(format, gzipped)``; a name with no known suffix is ``"txt"`` (read as text, skipped
-        if it turns out binary).
+    """``(format, gzipped)`` of a file name; an unknown suffix is ``"txt"`` (skipped if binary).
 
     Example:
         >>> format_of("doc/changelog.Debian.gz")
@@ -363,17 +334,12 @@ def read_file(path: str, name: str, encoding: str = "utf-8") -> Converted | Skip
     """Read and convert one file, or say why it is skipped.
 
     The last two conversions are kept per process, keyed by the file's identity, size and
-    modification times, so that consecutive batches sharing a long file convert it once.
+    times, so that consecutive batches sharing a long file convert it once.
 
     Args:
         path: The file to read.
         name: Its name or relative path (decides the format: see :func:`format_of`).
         encoding: The encoding of plain text and Markdown files.
-
-    Returns:
-        The converted text, or the reason the file is left out (binary, invalid text, too
-        large, a decompression bomb, a symlink loop, changed while read, a PDF without text,
-        an encrypted PDF, a missing converter, ...).
     """
     try:
         info = os.stat(path)

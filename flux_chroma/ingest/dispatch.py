@@ -149,7 +149,7 @@ await_unit: Any = task.with_options(name="await_unit")(_await_unit)
 
 
 async def _start(payload: dict[str, Any], unit_timeout: float) -> str:
-    """Start a unit's child execution; its id. Flux retries (1, 2, 4 ... s) for ``unit_timeout`` s."""
+    """Start a unit's child execution; its id. Flux retries (1, 2, 4 ... s) ``unit_timeout`` s."""
     from flux.tasks.call import call
 
     retries = max(1, math.ceil(math.log2(unit_timeout + 1)))

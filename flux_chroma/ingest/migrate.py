@@ -1,25 +1,18 @@
 """Re-embedding migration: rebuild a tenant's collection with a new model, then switch an alias.
 
-Readers keep using the collection name (say ``kb``). The migration:
+Readers keep using the name (say ``kb``). The tasks, in order:
 
-1. ``plan_migration``: resolves ``kb`` (itself, or what its alias points at) as the source,
-   creates the target (default ``kb-<first 8 hex of the new model's fingerprint>``) pinned to
-   the new embedding function, and cuts the source into pages.
-2. ``migrate_page`` per page (the replay checkpoints): re-reads the page from the source,
-   re-embeds its documents with the new model and writes them with the same ids, documents
-   and metadata (including ``fc_source``) into the target.
-3. ``reconcile_migration``: compares ids and content hashes of source and target, copies
-   what the source gained meanwhile, deletes what it lost, and verifies both sides match.
-4. Optional quality gate (``labels`` and ``max_recall_drop``): the labelled set is asked of
-   source and target; when the target's recall@10 is lower by more than ``max_recall_drop``
-   the migration fails with :class:`~flux_chroma.errors.QualityGateError` and step 5 never
-   runs (see :mod:`flux_chroma.quality.gate`).
+1. ``plan_migration``: resolves ``kb`` (or its alias) as the source, creates the target
+   (default ``kb-<8 hex of the new model's fingerprint>``) pinned to the new model, cuts pages.
+2. ``migrate_page`` per page (the replay checkpoints): re-embeds the page into the target with
+   the same ids, documents and metadata (including ``fc_source``).
+3. ``reconcile_migration``: copies what the source gained meanwhile, deletes what it lost, and
+   verifies both sides match by content hash.
+4. Optional quality gate (``labels``, ``max_recall_drop``): a recall@10 drop beyond the limit
+   fails with :class:`~flux_chroma.errors.QualityGateError`; step 5 never runs.
 5. ``switch_alias``: points ``kb`` at the target, only if it still resolves to the source.
 
-Until step 5 every query of ``kb`` is answered by the old collection with the old model;
-after it, by the new collection with the new model. A query resolves the alias once, so it
-never mixes models. The old collection is left in place (switch back with
-:func:`flux_chroma.chroma.aliases.set_alias`, or delete it when satisfied).
+A query resolves the alias once, so it never mixes models. The old collection is left in place.
 """
 
 from __future__ import annotations
@@ -27,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +64,6 @@ class MigrationSpec:
     """What to migrate and to which model.
 
     Args:
-        tenant: Tenant id.
         collection: The name readers use (a collection, or an alias of one).
         embedding_function: ``{"name", "config"}`` of the new (registered) embedding function.
         target: New collection name (default ``{collection}-{fingerprint[:8]}``).
@@ -79,8 +71,7 @@ class MigrationSpec:
         space: Distance space of the target (default: the source's).
         options: Loggable task options (as for :class:`~flux_chroma.ingest.IngestJob`).
         key: Job key for execution ids (default: a digest of the spec).
-        labels: Labelled questions (``{"question", "relevant_documents"}`` dicts) for the
-            quality gate, or ``None`` for no gate.
+        labels: ``{"question", "relevant_documents"}`` dicts for the quality gate (None: no gate).
         max_recall_drop: The largest recall@10 drop (old minus new, 0..1) the gate accepts
             (default 0.0 when ``labels`` is given).
     """
@@ -119,7 +110,7 @@ class MigrationSpec:
             return data
         if not isinstance(data, Mapping):
             raise ConfigurationError(f"a migration spec must be a dict, got {type(data).__name__}.")
-        known = {"tenant", "collection", "embedding_function", "target", "batch_size", "space", "options", "key", "labels", "max_recall_drop"}
+        known = {f.name for f in fields(cls)}
         if set(data) - known:
             raise ConfigurationError(f"migration spec has unknown field(s) {sorted(set(data) - known)}.")
         return cls(**dict(data))
@@ -146,27 +137,33 @@ def _raw(target: Target) -> Any:
         raise classify_chroma_error(exc, action=f"open {target.label!r}", url=target.settings.url) from None
 
 
-def _read_all(collection: Any, include: list[str], page: int) -> dict[str, Any]:
-    ids: list[str] = []
-    docs: list[Any] = []
-    metas: list[Any] = []
+def _records(got: Any) -> dict[str, list[Any]]:
+    """A ``get`` result as ``{"ids", "documents", "metadatas"}`` lists of equal length."""
+    n = len(got["ids"])
+    return {
+        "ids": list(got["ids"]),
+        "documents": list(got.get("documents") or [None] * n),
+        "metadatas": list(got.get("metadatas") or [None] * n),
+    }
+
+
+def _read_all(collection: Any, include: list[str], page: int) -> dict[str, list[Any]]:
+    rows: dict[str, list[Any]] = {"ids": [], "documents": [], "metadatas": []}
     offset = 0
     while True:
-        got = collection.get(include=include, limit=page, offset=offset)
-        ids += list(got["ids"])
-        docs += list(got.get("documents") or [None] * len(got["ids"]))
-        metas += list(got.get("metadatas") or [None] * len(got["ids"]))
+        got = _records(collection.get(include=include, limit=page, offset=offset))
+        for key, values in got.items():
+            rows[key] += values
         if len(got["ids"]) < page:
-            return {"ids": ids, "documents": docs, "metadatas": metas}
+            return rows
         offset += page
 
 
 def _copy(records: dict[str, Any], target: Target, options: ChromaOptions) -> dict[str, Any]:
-    """Write source records (ids, documents, metadata incl. fc_* keys) into the target.
+    """Write source records into the target in one write (batched by the server's limit).
 
-    One write for all of them (batched by the server's limit): each record keeps its own
-    ``fc_*`` keys (offsets, heading, page, ...) through ``record_metadata``, outside the content
-    hash, which covers the text and the user's metadata as the reconcile step expects.
+    Each keeps its own ``fc_*`` keys through ``record_metadata``, outside the content hash
+    (text and user metadata), as the reconcile step expects.
     """
     missing = [rid for rid, doc in zip(records["ids"], records["documents"], strict=True) if not isinstance(doc, str)]
     if missing:
@@ -183,19 +180,14 @@ def _copy(records: dict[str, Any], target: Target, options: ChromaOptions) -> di
     return {key: written[key] for key in ("added", "updated", "skipped", "embedded", "embed_seconds")}
 
 
-# --- tasks --------------------------------------------------------------------------------
-
 _RETRY: dict[str, Any] = {"retry_max_attempts": 3, "retry_delay": 1, "retry_backoff": 2}
-
-
 _MIGRATION_KEY = "fc_migration_source"
 
 
 def _refuse_foreign_target(options: ChromaOptions, spec: MigrationSpec, source: Target, target: Target) -> None:
     """Refuse a target that holds records this migration did not write, or that an alias serves.
 
-    Reconciliation deletes whatever the source lacks: pointed at a collection someone else
-    filled, it would silently delete their records. Checked before anything is written.
+    Reconciliation deletes whatever the source lacks: it would delete someone else's records.
     """
     others = {a: t for a, t in list_aliases(target.settings, target.namespace).items() if t == target.name and a != spec.collection}
     if others:
@@ -267,7 +259,7 @@ async def plan_migration(spec: dict[str, Any]) -> dict[str, Any]:
 def _page_sync(options: ChromaOptions, source: str, target: str, page: dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
     got = _raw(options.target(source)).get(include=["documents", "metadatas"], limit=page["limit"], offset=page["offset"])
-    records = {"ids": list(got["ids"]), "documents": list(got["documents"] or []), "metadatas": list(got["metadatas"] or [])}
+    records = _records(got)
     totals = _copy(records, options.target(target), options) if records["ids"] else {}
     return {"page": page["page"], "records": len(records["ids"]), **totals, "seconds": round(time.perf_counter() - started, 6)}
 
@@ -302,7 +294,7 @@ def _reconcile_sync(options: ChromaOptions, source: str, target: str) -> dict[st
     src = _raw(options.target(source))
     for start in range(0, len(todo), page):
         got = src.get(ids=todo[start : start + page], include=["documents", "metadatas"])
-        _copy({"ids": list(got["ids"]), "documents": list(got["documents"] or []), "metadatas": list(got["metadatas"] or [])}, options.target(target), options)
+        _copy(_records(got), options.target(target), options)
     tgt = _raw(options.target(target))
     for start in range(0, len(extra), page):
         tgt.delete(ids=extra[start : start + page])
@@ -385,7 +377,6 @@ def run_migration(
     """Run a migration inline with deterministic execution ids (resume/re-run like ingestion).
 
     Args:
-        spec: The migration spec.
         on_progress: Progress callback (one value per migrated page).
         labels: A labelled set (JSON-lines path or list of dicts) for the quality gate; it
             replaces the spec's ``labels``.

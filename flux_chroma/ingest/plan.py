@@ -1,11 +1,9 @@
 """Planning: sources -> documents -> chunks -> batch references with content digests.
 
 A plan is small and JSON-able: per batch a *reference* (source index, cursor of its first
-document, chunks to skip in that document, chunk count, documents excluded by the duplicate
-policy) and the digest of the chunks it covers. It never holds document text or chunk ids,
-so it stays a few kilobytes for tens of thousands of chunks. A batch task re-reads its
-slice from the reference with :func:`read_batch` and fails with
-:class:`~flux_chroma.errors.SourceChangedError` when the digest no longer matches.
+document, chunks to skip in it, chunk count, documents excluded) and the digest of its chunks;
+never document text or chunk ids. A batch task re-reads its slice with :func:`read_batch`,
+which fails with :class:`~flux_chroma.errors.SourceChangedError` when the digest differs.
 """
 
 from __future__ import annotations
@@ -78,7 +76,7 @@ def chunks_of(unit: Unit, job: IngestJob) -> list[Chunk]:
     and ``fc_page`` (1-based, when the unit has ``page_starts``).
     """
     key = doc_key_of(unit.doc_id)
-    pages: tuple[int, ...] = tuple(getattr(unit, "page_starts", ()) or ())
+    pages = unit.page_starts
     out = []
     for i, piece in enumerate(job_chunker(job).pieces(unit.text, is_markdown(unit.metadata))):
         meta = {**unit.metadata, "fc_start": piece.start, "fc_end": piece.end}
@@ -90,9 +88,12 @@ def chunks_of(unit: Unit, job: IngestJob) -> list[Chunk]:
     return out
 
 
-def _chunker_digest(job: IngestJob) -> str:
-    """Digest of the chunker's identity (library, version, unit, sizes, tokenizer)."""
-    return "chunker:" + digest_of(job_chunker(job).identity)
+def _plan_digest(total: _Combined, excluded: set[tuple[int, int]], job: IngestJob) -> str:
+    """The plan digest: the chunks' digests (in ``total``), the exclusions and the chunker."""
+    for s, c in sorted(excluded):
+        total.add(f"{s}:{c}")
+    total.add("chunker:" + digest_of(job_chunker(job).identity))
+    return total.hexdigest()
 
 
 def _combine(digests: list[str]) -> str:
@@ -159,8 +160,8 @@ def _kept_units(
 ) -> Iterator[tuple[int, Unit, bool]]:
     """Every document of the job, streamed: ``(source index, unit, kept by the policy)``.
 
-    Files that cannot be read or converted yield no unit; with ``skips`` each is appended
-    there (``(source index, skipped file)``) before the next unit is yielded.
+    Unreadable files yield no unit; with ``skips`` each is appended there as ``(source index,
+    skipped file)`` before the next unit is yielded.
     """
     for s_idx, src in enumerate(job.sources):
         on_skip = None if skips is None else (lambda skipped, s=s_idx: skips.append((s, skipped)))
@@ -171,27 +172,21 @@ def _kept_units(
 def build_plan(job: IngestJob | Mapping[str, Any], max_batch: int | None = None) -> dict[str, Any]:
     """Read the sources (streaming, twice) and cut the job into batch references.
 
-    The first pass applies the duplicate policy, the second cuts batches. Neither keeps
-    document text or chunk ids: memory follows the number of batches (and one small
-    entry per document id), not the corpus size.
+    The first pass applies the duplicate policy, the second cuts batches. Memory follows the
+    number of batches (and 8 bytes per document id), not the corpus size.
 
     Args:
-        job: The job (spec dict or :class:`IngestJob`).
         max_batch: The server's maximum batch size (caps ``job.batch_size``).
 
     Returns:
-        ``{"digest", "chunks", "truncated", "chunker", "docs", "batch_size", "sources": [...],
-        "batches": [...], "duplicates": [...], "duplicate_count"}`` (JSON-able, no document
-        text). ``truncated`` counts chunks longer than the model reads (``None`` when the
-        model declares no tokenizer); ``chunker`` is the chunker's identity (part of
-        ``digest``). Each
-        ``sources`` entry is ``{"id", "kind", "location", "docs", "chunks"}``, plus for a
-        ``files`` source ``skipped_files`` (files that could not be read or converted),
-        ``unmatched`` (files matching no glob) and ``excluded`` (files an ``exclude`` pattern
-        left out). ``skipped_files`` names up to :data:`MAX_REPORTED_SKIPS` skipped files
-        (``{"source", "path", "reason"}``), ``skipped_file_count`` counts them all, and
-        ``unmatched_files``/``excluded_files`` add up the sources'. A skipped file inside a
-        batch's slice is in that batch's ``exclude``: its re-read skips it again, unread.
+        ``{"digest", "chunks", "truncated", "chunker", "docs", "batch_size", "sources",
+        "batches", "duplicates", "duplicate_count", "skipped_files", "skipped_file_count",
+        "unmatched_files", "excluded_files"}`` (JSON-able). ``truncated`` counts chunks longer
+        than the model reads (``None``: no tokenizer declared). Each ``sources`` entry is
+        ``{"id", "kind", "location", "docs", "chunks"}``, plus ``skipped_files``,
+        ``unmatched`` and ``excluded`` counts for a ``files`` source. ``skipped_files`` names
+        up to :data:`MAX_REPORTED_SKIPS` files (``{"source", "path", "reason"}``). A skipped
+        file inside a batch's slice is in that batch's ``exclude`` (its re-read skips it).
 
     Raises:
         DuplicateIdError: A document id repeats and the policy is ``"error"``.
@@ -259,11 +254,8 @@ def build_plan(job: IngestJob | Mapping[str, Any], max_batch: int | None = None)
     close()
     for ref in batches:
         ref["of"] = len(batches)
-    for s, c in sorted(excluded):
-        total.add(f"{s}:{c}")
-    total.add(_chunker_digest(job))
     return {
-        "digest": total.hexdigest(),
+        "digest": _plan_digest(total, excluded, job),
         "chunks": chunk_total,
         "truncated": truncated,
         "chunker": chunker.identity,
@@ -281,18 +273,10 @@ def build_plan(job: IngestJob | Mapping[str, Any], max_batch: int | None = None)
 
 
 def read_batch(job: IngestJob | Mapping[str, Any], ref: dict[str, Any]) -> list[Chunk]:
-    """Re-read the slice a batch reference points at and check its digest.
-
-    Args:
-        job: The job the reference was planned for.
-        ref: One entry of ``plan["batches"]``.
-
-    Returns:
-        The batch's chunks, in plan order.
+    """Re-read the chunks of one entry of ``plan["batches"]`` and check their digest.
 
     Raises:
-        SourceChangedError: The slice's content differs from the plan (the source changed
-            under the running job), or the source is gone.
+        SourceChangedError: The slice's content differs from the plan, or the source is gone.
     """
     job = IngestJob.from_dict(job)
     src = job.sources[ref["source"]]
@@ -336,11 +320,9 @@ def live_chunks(job: IngestJob) -> tuple[LiveSet, LiveSet, str]:
     """What a finished job leaves in the collection, for cleanup (streamed, compact).
 
     Returns:
-        ``(keys of the live chunk ids, keys of the document keys seen, plan digest)``;
-        keys are :func:`key64` values in sorted arrays (8 bytes per chunk), and the
-        digest is computed like :func:`build_plan`'s so a caller can check the corpus
-        did not change. A 64-bit collision can only make cleanup KEEP a stale chunk,
-        never delete a live one.
+        ``(live chunk ids, document keys seen, plan digest)`` as :func:`key64` sets (8 bytes
+        per chunk) and :func:`build_plan`'s digest. A 64-bit collision can only make cleanup
+        KEEP a stale chunk, never delete a live one.
     """
     import numpy as np
 
@@ -353,10 +335,8 @@ def live_chunks(job: IngestJob) -> tuple[LiveSet, LiveSet, str]:
             for chunk in chunks_of(unit, job):
                 live.append(key64(chunk.id))
                 total.add(chunk.digest())
-    for s, c in sorted(excluded):
-        total.add(f"{s}:{c}")
-    total.add(_chunker_digest(job))
-    return LiveSet(np.unique(np.frombuffer(live, dtype=np.uint64))), LiveSet(np.unique(np.frombuffer(docs, dtype=np.uint64))), total.hexdigest()
+    digest = _plan_digest(total, excluded, job)
+    return LiveSet(np.unique(np.frombuffer(live, dtype=np.uint64))), LiveSet(np.unique(np.frombuffer(docs, dtype=np.uint64))), digest
 
 
 class LiveSet:

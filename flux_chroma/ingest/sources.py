@@ -1,29 +1,14 @@
 """Ingestion sources: where documents come from, and how a slice of them is read again.
 
-A job names its sources by reference (a directory and glob patterns, a JSONL file, or a
-custom loader registered by name); the documents themselves never travel through Flux.
-Each source yields *units* (one document each) in a deterministic order, and every unit has
-a *cursor* that lets a batch task start reading again exactly where its slice begins:
+A job names its sources by reference; the documents never travel through Flux. Each source
+yields *units* (one document each) in a deterministic order, each with a *cursor* a batch task
+restarts from: ``files`` (position in the sorted listing; unreadable files are
+:class:`SkippedUnit`, never errors), ``jsonl`` (byte offset of the line), or a loader registered
+with :func:`register_loader` (position in its sequence, which must be the same on every call).
 
-* ``files``: files under ``path`` matching ``glob`` and no ``exclude`` pattern (default globs:
-  :func:`~flux_chroma.ingest.convert.default_globs`), sorted by relative path, each read and
-  converted to text by :func:`~flux_chroma.ingest.convert.read_file`. Document id
-  ``{source id}/{relative path}``, metadata ``{"path", "fc_format", "fc_dir", "fc_dirs",
-  "fc_title", "fc_conv"}`` (see :func:`file_metadata`). Cursor: position in the sorted
-  listing. A file that cannot be read or converted is a :class:`SkippedUnit`, never an error.
-* ``jsonl``: one JSON object per line with ``id``, ``text`` and optional ``metadata``
-  fields (names configurable). Document id: the record's id. Cursor: byte offset of the line.
-* any name registered with :func:`register_loader`: a function ``loader(params) ->
-  iterable of {"id", "text", "metadata"?}`` that must yield the same records in the same
-  order every time it is called. Cursor: position in that sequence.
-
-Every source has a *location* (:func:`source_location`): the absolute, normalized path of a
-``files`` folder or ``jsonl`` file, or ``kind:{parameters}`` of a custom loader. It is
-stored with each chunk next to the source id and scopes cleanup, so two sources can only
-share records when both their ids and their locations agree. The default id of a ``files``
-or ``jsonl`` source is a readable name plus a digest of that location
-(:func:`default_source_id`, e.g. ``docs-1f2e3d4c``): folders that share a base name get
-different ids.
+A source's *location* (:func:`source_location`) is stored with each chunk next to its id and
+scopes cleanup: two sources share records only when both agree. The default id of a ``files``
+or ``jsonl`` source is a readable name plus a digest of its location (``docs-1f2e3d4c``).
 """
 
 from __future__ import annotations
@@ -44,20 +29,10 @@ from flux_chroma.ingest.convert import Converted, default_globs, read_file
 from flux_chroma.tasks.validation import utf8_problem, validate_metadata
 
 __all__ = [
-    "Unit",
-    "SkippedUnit",
-    "FileCensus",
-    "file_census",
-    "file_metadata",
-    "iter_doc_ids",
-    "register_loader",
-    "normalize_source",
-    "iter_units",
-    "source_location",
-    "default_source_id",
-    "BUILTIN_KINDS",
-    "Loader",
-]
+    "Unit", "SkippedUnit", "FileCensus", "file_census", "file_metadata", "iter_doc_ids",
+    "register_loader", "normalize_source", "iter_units", "source_location", "default_source_id",
+    "BUILTIN_KINDS", "Loader",
+]  # fmt: skip
 
 Loader = Callable[[dict[str, Any]], Iterable[Mapping[str, Any]]]
 BUILTIN_KINDS = ("files", "jsonl")
@@ -73,12 +48,10 @@ class Unit:
 
     Args:
         doc_id: Document id (chunk ids derive from it).
-        text: The document text.
         metadata: User metadata copied to each chunk.
         cursor: Where a re-read starting at this document begins (JSON-able int).
-        label: Human description for messages (``"docs/a.md"``, ``"data.jsonl line 3"``).
-        page_starts: Character offsets in ``text`` where each page starts, when the
-            converter gives pages (PDF); ``()`` otherwise.
+        label: Human description for messages (``"docs/a.md"``, ``"data.jsonl byte 3"``).
+        page_starts: Character offsets in ``text`` where each page starts (PDF), else ``()``.
     """
 
     doc_id: str
@@ -91,13 +64,8 @@ class Unit:
 
 @dataclass(frozen=True)
 class SkippedUnit:
-    """A file of a ``files`` source left out of the job (it could not be read or converted).
-
-    Args:
-        cursor: Its position in the source's sorted listing.
-        label: Its relative path.
-        reason: Why (see :func:`~flux_chroma.ingest.convert.read_file`).
-    """
+    """A file of a ``files`` source that could not be read or converted: its listing position,
+    relative path and the reason (see :func:`~flux_chroma.ingest.convert.read_file`)."""
 
     cursor: int
     label: str
@@ -105,16 +73,10 @@ class SkippedUnit:
 
 
 def register_loader(kind: str) -> Callable[[Loader], Loader]:
-    """Register a custom source kind (decorator).
+    """Register a loader for the source ``kind`` (decorator).
 
-    The loader must be importable (registered) in every process that runs ingestion tasks,
-    and must yield the same records in the same order on every call.
-
-    Args:
-        kind: The ``kind`` value used in job specs.
-
-    Returns:
-        A decorator that registers and returns the loader.
+    The loader must be registered in every process that runs ingestion tasks, and must yield
+    the same records (``{"id", "text", "metadata"?}``) in the same order on every call.
 
     Raises:
         ConfigurationError: ``kind`` is empty or a built-in kind.
@@ -147,15 +109,7 @@ def _sha(text: str) -> str:
 
 
 def default_source_id(name: str, location: str) -> str:
-    """The default id of a source: a readable ``name`` plus a digest of its ``location``.
-
-    Args:
-        name: The folder's base name or the file's stem.
-        location: The absolute path the source reads (see :func:`source_location`).
-
-    Returns:
-        ``{name}-{8 hex digits}``, e.g. ``docs-1f2e3d4c``: two folders named ``docs`` in
-        different places get different ids.
+    """The default id of a source: ``{name}-{8 hex digits of its location}``.
 
     Example:
         >>> default_source_id("docs", "/srv/legal/docs") != default_source_id("docs", "/srv/hr/docs")
@@ -167,9 +121,6 @@ def default_source_id(name: str, location: str) -> str:
 
 def source_location(src: Mapping[str, Any]) -> str:
     """Where a normalized source reads from: what identifies it besides its id.
-
-    Args:
-        src: A dict returned by :func:`normalize_source`.
 
     Returns:
         The absolute, normalized path of a ``files`` folder or ``jsonl`` file; for a custom
@@ -202,16 +153,12 @@ def _patterns(raw: Any, what: str, root: Path, *, empty: bool = False) -> list[s
 def normalize_source(raw: Any, position: int) -> dict[str, Any]:
     """Validate one source reference and fill in its defaults (absolute paths, id, globs).
 
-    A missing ``id`` of a ``files`` or ``jsonl`` source is :func:`default_source_id` of
-    its location. ``relocate: true`` (any kind) lets the job take over records of its id
-    that another location wrote (a folder that moved); it is kept only when true.
+    ``relocate: true`` (any kind) lets the job take over records of its id that another
+    location wrote (a folder that moved); it is kept only when true.
 
     Args:
         raw: ``{"kind": "files"|"jsonl"|<registered>, ...}``.
         position: Index in the job's source list (for messages).
-
-    Returns:
-        The canonical source dict (JSON-able).
 
     Raises:
         ConfigurationError: Unknown fields, missing path, bad id, non-boolean ``relocate``.
@@ -268,19 +215,14 @@ def normalize_source(raw: Any, position: int) -> dict[str, Any]:
     return src
 
 
-# --- files -------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class FileCensus:
     """What a ``files`` source's patterns select under its folder.
 
     Args:
-        matched: Relative paths matching a ``glob`` and no ``exclude`` pattern, sorted (the
-            listing cursors index).
-        unmatched: How many files match no ``glob`` pattern (0 when every pattern names a
-            file without wildcards).
-        excluded: How many files match a ``glob`` and an ``exclude`` pattern.
+        matched: Sorted relative paths matching a ``glob`` and no ``exclude`` (cursors index it).
+        unmatched: Files matching no ``glob`` (0 when no pattern has wildcards).
+        excluded: Files matching a ``glob`` and an ``exclude`` pattern.
     """
 
     matched: list[str]
@@ -310,12 +252,7 @@ def _depth(patterns: list[str]) -> int | None:
 def file_census(src: Mapping[str, Any]) -> FileCensus:
     """List a normalized ``files`` source: one walk of its folder (symlinked folders are not entered).
 
-    Args:
-        src: A ``files`` source returned by :func:`normalize_source`.
-
-    Returns:
-        The listing and the counts of files left out by the patterns. A folder that cannot be
-        listed is itself an entry of ``matched``, so that it is reported as a skipped file.
+    A folder that cannot be listed is itself an entry of ``matched`` (reported as skipped).
 
     Raises:
         SourceChangedError: The folder does not exist.
@@ -352,25 +289,15 @@ def file_census(src: Mapping[str, Any]) -> FileCensus:
     return FileCensus(sorted(matched), unmatched, excluded)
 
 
-def _listing(src: Mapping[str, Any]) -> list[str]:
-    return file_census(src).matched
-
-
 def file_metadata(rel: str, converted: Converted) -> dict[str, Any]:
     """The metadata of a file's document (copied to each of its chunks).
 
-    Args:
-        rel: The file's path relative to the source folder.
-        converted: What :func:`~flux_chroma.ingest.convert.read_file` made of it.
-
     Returns:
-        ``path`` (``rel``), ``fc_format`` (``"md"``, ``"txt"``, ``"html"``, ``"pdf"``, ``"docx"``
-        or ``"pptx"``; a ``.gz`` file's inner format), ``fc_dir`` (the relative folder, ``""``
-        at the root), ``fc_dirs`` (every ancestor folder, ``"a/b/c.md"`` -> ``["a", "a/b"]``;
-        absent at the root: Chroma refuses empty lists; filter a subtree with
-        ``{"fc_dirs": {"$contains": "a/b"}}``), ``fc_title`` (the document's own title, when
-        it has one) and ``fc_conv`` (the converter and its version, e.g. ``"gzip"`` or
-        ``"markitdown 0.1.9"``; absent for text read as it is).
+        ``path``, ``fc_format`` (a ``.gz`` file's inner format), ``fc_dir`` (the relative
+        folder, ``""`` at the root), ``fc_dirs`` (every ancestor folder, for
+        ``{"fc_dirs": {"$contains": "a/b"}}``; absent at the root: Chroma refuses empty lists),
+        ``fc_title`` (when the document has one), ``fc_conv`` (converter and version; absent
+        for text read as it is).
 
     Example:
         >>> from flux_chroma.ingest.convert import Converted
@@ -390,7 +317,7 @@ def file_metadata(rel: str, converted: Converted) -> dict[str, Any]:
 
 def _file_units(src: dict[str, Any], start: int, skip: Container[int], on_skip: Callable[[SkippedUnit], None] | None) -> Iterator[Unit]:
     root = Path(src["path"])
-    names = _listing(src)
+    names = file_census(src).matched
     if start > len(names):
         raise SourceChangedError(f"source {src['id']!r}: {root} now holds fewer files than when the job was planned.")
     for position in range(start, len(names)):
@@ -406,9 +333,6 @@ def _file_units(src: dict[str, Any], start: int, skip: Container[int], on_skip: 
             yield Unit(f"{src['id']}/{rel}", result.text, file_metadata(rel, result), position, rel, result.page_starts)
         elif on_skip is not None:
             on_skip(SkippedUnit(position, rel, result.reason))
-
-
-# --- jsonl -------------------------------------------------------------------------------
 
 
 def _record_unit(src: dict[str, Any], record: Any, cursor: int, label: str) -> Unit:
@@ -453,9 +377,6 @@ def _jsonl_units(src: dict[str, Any], start: int) -> Iterator[Unit]:
             yield _record_unit(src, record, here, label)
 
 
-# --- custom ------------------------------------------------------------------------------
-
-
 def _custom_units(src: dict[str, Any], start: int) -> Iterator[Unit]:
     loader = _LOADERS.get(src["kind"])
     if loader is None:
@@ -481,13 +402,8 @@ def iter_units(
     Args:
         src: A dict returned by :func:`normalize_source`.
         start: A cursor previously reported by a :class:`Unit` (0 = from the beginning).
-        skip: Cursors of a ``files`` source not to read at all (files the plan skipped: a
-            batch re-reading its slice skips exactly what the plan skipped).
-        on_skip: Called with each file of a ``files`` source that cannot be read or
-            converted (it yields no unit).
-
-    Yields:
-        The documents.
+        skip: Cursors of a ``files`` source not to read at all (files the plan skipped).
+        on_skip: Called with each file of a ``files`` source that cannot be read or converted.
 
     Raises:
         SourceChangedError: The source is gone or shorter than the cursor.
@@ -502,16 +418,12 @@ def iter_units(
 
 
 def iter_doc_ids(src: dict[str, Any]) -> Iterator[tuple[str, int, str]]:
-    """Every document id of a source with its cursor and label, reading no file of a ``files`` source.
+    """``(document id, cursor, label)`` of every document of a source.
 
-    Args:
-        src: A dict returned by :func:`normalize_source`.
-
-    Yields:
-        ``(document id, cursor, label)``; for a ``files`` source every listed file, skipped or not.
+    A ``files`` source yields every listed file (skipped or not) without reading any.
     """
     if src["kind"] == "files":
-        for position, rel in enumerate(_listing(src)):
+        for position, rel in enumerate(file_census(src).matched):
             yield f"{src['id']}/{rel}", position, rel
         return
     for unit in iter_units(src):

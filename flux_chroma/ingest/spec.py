@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from flux_chroma.chroma.naming import validate_collection_name, validate_tenant
@@ -72,11 +72,7 @@ def check_options(options: Any, where: str) -> dict[str, Any]:
 
 
 def check_parallel(value: Any) -> int:
-    """Validate ``parallel`` (units in flight at once): an int from 1 to :data:`MAX_PARALLEL`.
-
-    Raises:
-        ConfigurationError: Not an int, or out of range.
-    """
+    """Validate ``parallel`` (units in flight at once): an int from 1 to :data:`MAX_PARALLEL`."""
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PARALLEL:
         raise ConfigurationError(
             f"parallel must be an integer from 1 to {MAX_PARALLEL} (units in flight at once), "
@@ -107,9 +103,8 @@ _EF_CACHE: dict[str, Any] = {}
 def embedding_from_spec(spec: dict[str, Any] | None) -> Any:
     """Build (once per process) the embedding function a spec names.
 
-    ``"default"`` is flux-chroma's fast build of Chroma's default model; any other name
-    comes from chromadb's registry (``@register_embedding_function``), built with
-    ``build_from_config(config)``.
+    ``"default"`` is flux-chroma's fast build of Chroma's default model; any other name is
+    built from chromadb's registry (``@register_embedding_function``) with its config.
 
     Raises:
         ConfigurationError: The name is not registered in this process.
@@ -143,32 +138,25 @@ class IngestJob:
     """An ingestion job: sources by reference, destination, chunking and policies.
 
     Args:
-        tenant: Tenant id.
         collection: Tenant-relative collection name (or an alias of one).
         sources: Source references (see :mod:`flux_chroma.ingest.sources`).
-        chunking: How documents are cut (:class:`~flux_chroma.ingest.chunking.ChunkingOptions`):
-            ``{"size": 200, "overlap": 0}`` in the model's tokens by default,
-            ``{"unit": "chars", "size": 1000, "overlap": 100}`` for the character chunker.
-        batch_size: Chunks per batch task (the replay checkpoint); capped by the server's
-            maximum batch size.
-        duplicates: ``"error"`` (default: a document id seen twice fails the job before any
-            write) or ``"last_wins"`` (the later source/record wins).
-        cleanup: ``None`` (never delete), ``"incremental"`` (delete stale chunks of the
-            documents seen in this job) or ``"full"`` (also delete chunks of documents that
-            disappeared from the job's sources). Runs after every batch committed.
+        chunking: :class:`~flux_chroma.ingest.chunking.ChunkingOptions` (or its dict):
+            200 model tokens by default, ``{"unit": "chars", ...}`` for the character chunker.
+        batch_size: Chunks per batch task (the replay checkpoint); capped by the server.
+        duplicates: ``"error"`` (a document id seen twice fails the job before any write) or
+            ``"last_wins"`` (the later source/record wins).
+        cleanup: ``None`` (never delete), ``"incremental"`` (stale chunks of the documents seen
+            in this job) or ``"full"`` (also chunks of documents that left the sources). Runs
+            after every batch committed.
         embedding_function: ``{"name", "config"}`` of a registered chromadb embedding
             function for a NEW collection (default: the pinned one, or the default model).
-        options: Loggable task options: ``tenancy``, ``url``, ``token_secret``, timeouts,
-            ``cache``, ``space``, ``adopt``, and Flux's ``retry_max_attempts``,
-            ``retry_delay``, ``retry_backoff``, ``timeout``; and ``unit_timeout``: seconds
-            a cluster unit may show no progress before the job cancels it and fails (default 600).
+        options: Loggable task options (``tenancy``, ``url``, ``token_secret``, timeouts,
+            ``cache``, ``space``, ``adopt``, Flux's retry options and ``timeout``), and
+            ``unit_timeout``: seconds a cluster unit may show no progress (default 600).
         key: Job key for deterministic execution ids (default: a digest of the spec).
-        parallel: Units (shards of consecutive batches) in flight at once, 1 to 256.
-            Inline, up to ``parallel`` units run concurrently in the process (what makes
-            remote embedding APIs fast); on a Flux worker with ``parallel > 1``, each
-            unit is a child execution of ``flux-chroma/ingest_unit`` placed by the Flux
-            server on any worker. Not part of the job key: a job re-submitted with
-            another ``parallel`` resumes the same runs.
+        parallel: Units (shards of consecutive batches) in flight at once, 1 to 256: inline,
+            concurrently in the process; on a Flux worker, child executions of
+            ``flux-chroma/ingest_unit``. Not part of the job key.
 
     Raises:
         ConfigurationError: Invalid values (the message names the field).
@@ -215,11 +203,7 @@ class IngestJob:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | IngestJob) -> IngestJob:
-        """Build a job from its JSON form (or return it unchanged).
-
-        Raises:
-            ConfigurationError: Unknown or invalid fields.
-        """
+        """Build a job from its JSON form (or return it unchanged)."""
         if isinstance(data, IngestJob):
             return data
         if not isinstance(data, Mapping):
@@ -227,7 +211,7 @@ class IngestJob:
         from flux_chroma.tasks.options import reject_removed_options
 
         reject_removed_options("job", data)
-        known = {"tenant", "collection", "sources", "chunking", "batch_size", "duplicates", "cleanup", "embedding_function", "options", "key", "parallel"}
+        known = {f.name for f in fields(cls)}
         unknown = set(data) - known
         if unknown:
             raise ConfigurationError(f"job has unknown field(s) {sorted(unknown)}; allowed: {sorted(known)}.")
@@ -263,10 +247,7 @@ class IngestJob:
         return out
 
     def work_dict(self) -> dict[str, Any]:
-        """:meth:`to_dict` without ``parallel``: what the tasks receive and hash.
-
-        Task ids (replay checkpoints) must not depend on how many units run at once.
-        """
+        """:meth:`to_dict` without ``parallel``: task ids must not depend on units in flight."""
         out = self.to_dict()
         out.pop("parallel", None)
         return out

@@ -26,7 +26,7 @@ WriteBatch = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 def unit_size(batches: int, parallel: int) -> int:
-    """Batches per unit (1 to :data:`MAX_UNIT_BATCHES`) for a plan run ``parallel`` units at a time."""
+    """Batches per unit (1 to :data:`MAX_UNIT_BATCHES`) for a plan run ``parallel`` at a time."""
     if parallel <= 1 or batches <= 1:
         return max(1, batches)
     return max(1, min(MAX_UNIT_BATCHES, math.ceil(batches / (parallel * UNITS_PER_SLOT))))

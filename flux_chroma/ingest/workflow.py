@@ -1,11 +1,8 @@
 """The ingestion workflows, and the async steps they are made of (for your own workflows).
 
-* :func:`ingest_steps`: plan -> one ``ingest_batch`` task per batch -> ``cleanup_ingest``
-  (only after every batch committed) -> report. Call it inside any Flux workflow.
-* ``ingest_job``: a workflow running :func:`ingest_steps` for one job spec.
-* ``ingest_unit``: one unit (consecutive batches) of a ``parallel`` job, started by the
-  job on a Flux worker as a child execution. Register this module with the Flux server.
-* ``ingest_tenants``: several jobs (one per tenant) concurrently, with bounded concurrency.
+``ingest_job`` runs :func:`ingest_steps` for one job spec; ``ingest_tenants`` runs several
+jobs with bounded concurrency; ``ingest_unit`` is one unit of a ``parallel`` job, started as a
+child execution on a Flux worker (register this module with the Flux server).
 
 Flux re-executes this module when it registers the workflows: definitions only, no side
 effects at import time.
@@ -14,6 +11,7 @@ effects at import time.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 from flux import ExecutionContext, workflow
@@ -36,17 +34,12 @@ def build_report(job: IngestJob, plan: dict[str, Any], receipts: list[dict[str, 
     """Summarize a job from its plan, batch receipts and cleanup result (JSON-able).
 
     Returns:
-        ``tenant``, ``collection`` (written), ``requested_collection``, ``physical_name``,
-        ``digest``, ``sources``, ``docs``, ``chunks``, ``truncated`` (chunks longer than the
-        model reads: 0 by construction with token chunking, ``None`` when the model declares
-        no tokenizer), ``chunker`` (its identity), ``batches``, ``added``, ``updated``,
-        ``skipped``, ``deleted``, ``failed`` (chunks not written), ``embedded``,
-        ``cache_hits``, ``embed_seconds``, ``verified``, ``cleanup``, ``duplicates``,
-        ``duplicate_count``, ``skipped_files`` (up to 100 ``{"source", "path", "reason"}``:
-        files that could not be read or converted), ``skipped_file_count``,
-        ``unmatched_files`` (files no glob matched), ``excluded_files`` and ``batch_timings`` (per batch: chunks, added, skipped, seconds,
-        embed_seconds, and the Flux worker, execution and process id that wrote it;
-        ``worker`` is ``None`` inline).
+        The plan's ``digest``, ``sources``, ``docs``, ``chunks``, ``truncated``, ``chunker``,
+        duplicate and skipped-file fields; ``tenant``, ``collection`` (written),
+        ``requested_collection``, ``physical_name``, ``batches``; the receipts' sums
+        (``added``, ``updated``, ``skipped``, ``embedded``, ``cache_hits``, ``embed_seconds``,
+        ``verified``), ``deleted``, ``failed`` (chunks not written), ``cleanup``, and
+        ``batch_timings`` (per batch, with the worker, execution and process that wrote it).
     """
     report: dict[str, Any] = {
         "tenant": job.tenant,
@@ -104,15 +97,11 @@ async def ingest_steps(job: IngestJob | dict[str, Any], *, expected_digest: str 
     """Run an ingestion job as Flux tasks inside the current workflow.
 
     Plan, then one ``ingest_batch`` call per batch (each a replay checkpoint), then
-    ``cleanup_ingest`` once every batch has committed. With ``job.parallel > 1`` the
-    batches are cut into units of consecutive batches (:mod:`flux_chroma.ingest.units`)
-    and up to ``parallel`` units run at once; each unit writes its batches in order.
-    Inline they run in this process; on a Flux worker each unit is a child execution of
-    ``flux-chroma/ingest_unit`` placed by the Flux server on any worker (see
-    :mod:`flux_chroma.ingest.dispatch`).
+    ``cleanup_ingest`` once every batch has committed. With ``job.parallel > 1`` up to
+    ``parallel`` units (:mod:`flux_chroma.ingest.units`) run at once: inline in this
+    process, or on a Flux worker as child executions (:mod:`flux_chroma.ingest.dispatch`).
 
     Args:
-        job: The job (spec dict or :class:`IngestJob`).
         expected_digest: Corpus digest from submission (see :func:`run_ingest`).
 
     Returns:
@@ -126,8 +115,7 @@ async def ingest_steps(job: IngestJob | dict[str, Any], *, expected_digest: str 
     spec_dict = spec.work_dict()
     opts = spec.task_options()
     plan = await plan_ingest.with_options(**opts)(spec_dict, expected_digest)
-    write = ingest_batch.with_options(**opts)
-
+    write = partial(ingest_batch.with_options(**opts), plan["collection"], spec_dict)
     units = shard(plan["batches"], spec.parallel)
     if spec.parallel > 1 and (await ExecutionContext.get()).current_worker:
         timeout = float(spec.options.get("unit_timeout") or DEFAULT_UNIT_TIMEOUT)
@@ -135,10 +123,10 @@ async def ingest_steps(job: IngestJob | dict[str, Any], *, expected_digest: str 
         if failed is not None:
             raise _stopped(failed[1], spec, plan, receipts, failed[0]) from None
     else:
-        receipts, failure = await run_units_inline(units, _writer(write, plan["collection"], spec_dict), spec.parallel)
+        receipts, failure = await run_units_inline(units, write, spec.parallel)
         if failure is not None:
             raise _stopped(failure.cause, spec, plan, receipts, failure.ref) from None
-    receipts = await _rewrite_lost(plan, spec_dict, receipts, opts, _writer(write, plan["collection"], spec_dict))
+    receipts = await _rewrite_lost(plan, spec_dict, receipts, opts, write)
     cleanup = None
     if spec.cleanup is not None:
         cleanup = await cleanup_ingest.with_options(**opts)(plan["collection"], spec_dict, plan["digest"])
@@ -154,10 +142,8 @@ async def _rewrite_lost(
 ) -> list[dict[str, Any]]:
     """On a re-run after ``FAILED``, write again the replayed batches the server lost.
 
-    Such a run replays the batches of the failed run from its copied events (trusting the
-    log). The server is asked (ids only, no embedding) whether it still holds them: the
-    collection may have been dropped or the server wiped in between. Lost batches run again
-    through the skip-unchanged writer, under a task id unique to this run.
+    The collection may have been dropped or the server wiped since the failed run; lost
+    batches run again through the skip-unchanged writer, under a task id unique to this run.
     """
     ctx = await ExecutionContext.get()
     if not (isinstance(ctx.input, dict) and ctx.input.get("replayed_from")):
@@ -175,14 +161,6 @@ async def _rewrite_lost(
     return [again.get(int(r["batch"]), r) for r in receipts]
 
 
-def _writer(write: Any, collection: str, spec_dict: dict[str, Any]) -> Callable[..., Awaitable[dict[str, Any]]]:
-    async def write_one(ref: dict[str, Any]) -> dict[str, Any]:
-        receipt: dict[str, Any] = await write(collection, spec_dict, ref)
-        return receipt
-
-    return write_one
-
-
 def job_from_input(value: Any) -> tuple[IngestJob, str | None]:
     """Read ``{"job": spec, "digest": ...}`` (what :func:`run_ingest` submits) or a bare spec."""
     if isinstance(value, dict) and "job" in value:
@@ -190,12 +168,29 @@ def job_from_input(value: Any) -> tuple[IngestJob, str | None]:
     return IngestJob.from_dict(value), None
 
 
-async def fan_out(jobs: list[IngestJob], digests: list[str | None], max_concurrent: int) -> dict[str, Any]:
-    """Run several tenants' jobs concurrently; fail (after all finished) if any failed."""
+@workflow.with_options(namespace="flux-chroma")
+async def ingest_job(ctx: ExecutionContext[dict[str, Any]]) -> dict[str, Any]:
+    """Ingest one job: input is a job spec, or ``{"job": spec, "digest": corpus digest}``."""
+    job, digest = job_from_input(ctx.input)
+    return await ingest_steps(job, expected_digest=digest)
+
+
+@workflow.with_options(namespace="flux-chroma")
+async def ingest_tenants(ctx: ExecutionContext[dict[str, Any]]) -> dict[str, Any]:
+    """Ingest several tenants' jobs concurrently; fail (after all finished) if any failed.
+
+    Input: ``{"jobs": [spec, ...], "max_concurrent": 2, "digests": [...] (optional)}``.
+    """
+    data = ctx.input or {}
+    jobs = [IngestJob.from_dict(j) for j in data.get("jobs") or []]
+    if not jobs:
+        raise ConfigurationError("ingest_tenants needs input {'jobs': [job spec, ...]}.")
+    digests = list(data.get("digests") or [None] * len(jobs))
+    max_concurrent = int(data.get("max_concurrent", 2))
     keys = [(j.tenant, j.collection) for j in jobs]
     if len(set(keys)) != len(keys):
         raise ConfigurationError(f"ingest_tenants got the same tenant/collection twice: {keys}.")
-    if isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int) or max_concurrent < 1:
+    if max_concurrent < 1:
         raise ConfigurationError(f"max_concurrent must be a positive integer, got {max_concurrent!r}.")
     results = await bounded_gather([ingest_steps(j, expected_digest=d) for j, d in zip(jobs, digests, strict=True)], max_concurrent)
     failures = [(j, r) for j, r in zip(jobs, results, strict=True) if isinstance(r, BaseException)]
@@ -211,43 +206,19 @@ async def fan_out(jobs: list[IngestJob], digests: list[str | None], max_concurre
     return {"jobs": reports, "tenants": sorted({j.tenant for j in jobs})}
 
 
-@workflow.with_options(namespace="flux-chroma")
-async def ingest_job(ctx: ExecutionContext[dict[str, Any]]) -> dict[str, Any]:
-    """Ingest one job: input is a job spec, or ``{"job": spec, "digest": corpus digest}``."""
-    job, digest = job_from_input(ctx.input)
-    return await ingest_steps(job, expected_digest=digest)
-
-
-@workflow.with_options(namespace="flux-chroma")
-async def ingest_tenants(ctx: ExecutionContext[dict[str, Any]]) -> dict[str, Any]:
-    """Ingest several tenants' jobs concurrently.
-
-    Input: ``{"jobs": [spec, ...], "max_concurrent": 2, "digests": [...] (optional)}``.
-    """
-    data = ctx.input or {}
-    jobs = [IngestJob.from_dict(j) for j in data.get("jobs") or []]
-    if not jobs:
-        raise ConfigurationError("ingest_tenants needs input {'jobs': [job spec, ...]}.")
-    digests = list(data.get("digests") or [None] * len(jobs))
-    return await fan_out(jobs, digests, int(data.get("max_concurrent", 2)))
-
-
 @workflow.with_options(namespace="flux-chroma", runner="inprocess", routing=score(least(load())))
 async def ingest_unit(ctx: ExecutionContext[dict[str, Any]]) -> dict[str, Any]:
     """Write one unit of a ``parallel`` job (started by the job; see ``flux_chroma.ingest.dispatch``).
 
-    Input: ``{"job": spec, "collection": str, "unit": {"unit", "of", "batches"}}``.
-    Each batch is an ``ingest_batch`` task (a checkpoint of this execution). The routing
-    policy places units on the least-loaded worker (Flux's event dispatch mode; in poll
-    mode any free worker claims them).
+    Input: ``{"job": spec, "collection": str, "unit": {"unit", "of", "batches"}}``. Units go
+    to the least-loaded worker (Flux's event dispatch mode; in poll mode any free worker).
     """
     data = ctx.input or {}
     spec = IngestJob.from_dict(data["job"])
-    spec_dict = spec.work_dict()
     unit = data["unit"]
-    write = ingest_batch.with_options(**spec.task_options())
+    write = partial(ingest_batch.with_options(**spec.task_options()), data["collection"], spec.work_dict())
     with span("flux_chroma.ingest.unit", spec.tenant, data["collection"], unit=int(unit["unit"]), batches=len(unit["batches"])):
-        receipts, failure = await run_units_inline([unit], _writer(write, data["collection"], spec_dict), 1)
+        receipts, failure = await run_units_inline([unit], write, 1)
     if failure is not None:
         cause = failure.cause if isinstance(failure.cause, FluxChromaError) else FluxChromaError(repr(failure.cause))
         err = cause.__class__.__new__(cause.__class__)
