@@ -64,7 +64,7 @@ class Resolved:
 
 
 _lock = threading.Lock()
-_cache: dict[tuple[Any, ...], Resolved] = {}
+_cache: dict[tuple[Any, ...], Resolved] = {}  # (settings, namespace, physical, ef key, space)
 
 
 def _ef_key(ef: Any) -> tuple[Any, ...] | None:
@@ -75,10 +75,6 @@ def _ef_key(ef: Any) -> tuple[Any, ...] | None:
     fingerprint = compute_fingerprint(ef)
     identity = json.dumps(ef_identity(ef), sort_keys=True)
     return (type(ef).__module__, type(ef).__qualname__, identity, fingerprint.to_json())
-
-
-def _cache_key(target: Target, ef: Any, space: str | None) -> tuple[Any, ...]:
-    return (target.settings, target.namespace, target.physical, _ef_key(ef), space)
 
 
 def forget_collection(target: Target) -> None:
@@ -170,7 +166,6 @@ def open_collection(
     """Resolve a tenant's collection by name and verify its pin (cached per process).
 
     Args:
-        target: Server, tenant namespace and collection name.
         ef: The configured embedding function, or ``None`` to use the pinned one (new
             collections then use the fast default model).
         space: Distance space for new collections (``None`` = the pinned or default one).
@@ -185,7 +180,7 @@ def open_collection(
     """
     if space is not None and space not in SPACES:
         raise ConfigurationError(f"space={space!r} is not supported; use one of {SPACES}.")
-    key = _cache_key(target, ef, space)
+    key = (target.settings, target.namespace, target.physical, _ef_key(ef), space)
     hit = _cache.get(key)
     if hit is not None:
         return hit
