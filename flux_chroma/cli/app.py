@@ -13,6 +13,8 @@ from typing import Annotated
 import typer
 
 from flux_chroma._version import __version__
+from flux_chroma.cli import eval_cmd, stored, watch
+from flux_chroma.cli import tenant as tenant_cmd
 from flux_chroma.cli.support import (
     CliError,
     Collection,
@@ -401,14 +403,8 @@ def demo(
         hits_table(result.hits, title=f"question: {question}")
 
 
-def _register_more() -> None:
-    from flux_chroma.cli import eval_cmd, stored, tenant, watch
-
-    for module in (stored, eval_cmd, watch, tenant):
-        module.register(app)
-
-
-_register_more()
+for _module in (stored, eval_cmd, watch, tenant_cmd):  # after the commands above: help order
+    _module.register(app)
 
 
 def main() -> None:

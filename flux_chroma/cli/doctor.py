@@ -233,7 +233,6 @@ def run_doctor(
     tenancy: str = "prefix",
     project: Path | None = None,
     paths: dict[str, Path] | None = None,
-    mounts_file: Path = Path("/proc/mounts"),
 ) -> list[Check]:
     """Run every check in order and return the results.
 
@@ -243,12 +242,9 @@ def run_doctor(
         tenancy: ``prefix`` or ``database``.
         project: Folder scanned for PersistentClient use (None: skip the scan).
         paths: Folders whose filesystem is checked.
-        mounts_file: The mount table.
     """
-    checks: list[Check] = []
     server_check, info = check_server(settings)
-    checks.append(server_check)
-    checks.extend(check_versions(info))
+    checks = [server_check, *check_versions(info)]
     model_check, ef = check_model()
     checks.append(model_check)
     if info is None:
@@ -257,5 +253,4 @@ def run_doctor(
         checks.extend(check_pins(settings, tenant, tenancy, ef))
     if project is not None:
         checks.append(check_persistent_client(project))
-    checks.extend(check_filesystems(paths or {}, mounts_file))
-    return checks
+    return checks + check_filesystems(paths or {})

@@ -31,12 +31,6 @@ def _client(flux_url: str) -> httpx.Client:
     return httpx.Client(base_url=flux_url.rstrip("/"), timeout=15.0, headers=headers)
 
 
-def _online_workers(client: httpx.Client) -> list[str]:
-    response = client.get("/workers")
-    response.raise_for_status()
-    return sorted(str(w["name"]) for w in response.json() if str(w.get("status", "")).lower() == "online")
-
-
 def _worker_line(ran_on: str, execution: dict[str, Any], flux_url: str) -> Check:
     name = f"worker {ran_on}"
     state = execution.get("state")
@@ -88,7 +82,10 @@ def check_fleet(flux_url: str, *, timeout: float = 120.0) -> list[Check]:
     with _client(flux_url) as client:
         try:
             health = client.get("/health").json()
-            workers = _online_workers(client)
+            response = client.get("/workers")
+            response.raise_for_status()
+            online = [w for w in response.json() if str(w.get("status", "")).lower() == "online"]
+            workers = sorted(str(w["name"]) for w in online)
         except (httpx.HTTPError, ValueError) as exc:
             return [Check("flux", "fail", f"no Flux server answers at {flux_url} ({type(exc).__name__}: {exc}).")]
         if not isinstance(health, dict) or health.get("status") != "healthy":

@@ -122,19 +122,15 @@ def check_persistent_client(project: Path) -> Check:
     )
 
 
-def _unescape(field: str) -> str:
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
-
-
 def filesystem_type(path: Path, mounts: Iterable[str]) -> tuple[str, str]:
-    """``(fstype, mount point)`` holding ``path`` (or its nearest existing ancestor).
+    """``(fstype, mount point)`` holding ``path`` or its nearest existing ancestor.
 
     Args:
         path: Any path.
         mounts: Lines in ``/proc/mounts`` format (device, mount point, type, ...).
 
     Returns:
-        ``(fstype, mount point)``; ``("unknown", "")`` when no mount matches.
+        ``("unknown", "")`` when no mount matches.
     """
     probe = path.expanduser().absolute()
     while not probe.exists() and probe != probe.parent:
@@ -145,7 +141,8 @@ def filesystem_type(path: Path, mounts: Iterable[str]) -> tuple[str, str]:
         fields = line.split()
         if len(fields) < 3:
             continue
-        point = _unescape(fields[1])
+        # /proc/mounts writes a space in a mount point as \040
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[1])
         inside = target == point or target.startswith(point.rstrip("/") + "/")
         if inside and len(point) >= len(best[1]):
             best = (fields[2], point)

@@ -192,12 +192,8 @@ class _RateColumn(ProgressColumn):
 
 
 class ProgressReporter:
-    """Shows ingestion progress: a live bar on a terminal, one line per batch otherwise.
-
-    Args:
-        live: Draw a live bar (default: when stderr is a terminal); else print plain lines.
-        quiet: Print nothing (``--json``).
-    """
+    """Shows ingestion progress on stderr: a live bar (``live``, default: on a terminal), else
+    one line per batch; nothing when ``quiet`` (``--json``)."""
 
     def __init__(self, *, live: bool | None = None, quiet: bool = False) -> None:
         self.live = stderr.is_terminal if live is None else live
@@ -305,14 +301,6 @@ class ProgressReporter:
             self._line(f"cleanup: deleted {plural(int(value.get('deleted', 0)), 'stale chunk')}")
 
 
-def _before(report: dict[str, Any]) -> str:
-    """`` (N by this run, M before)`` when earlier runs wrote part of what the report counts."""
-    timings = report.get("batch_timings") or []
-    mine = sum(int(t.get("added") or 0) for t in timings if t.get("pid") == os.getpid())
-    before = int(report.get("added") or 0) - mine
-    return f" ({mine} by this run, {before} before)" if before > 0 else ""
-
-
 @contextmanager
 def stop_on_signals(reporter: ProgressReporter) -> Iterator[None]:
     """Exit at once on SIGINT (130) or SIGTERM (143), abandoning the batch in flight.
@@ -356,26 +344,32 @@ def stop_on_signals(reporter: ProgressReporter) -> Iterator[None]:
 
 def summary_line(report: dict[str, Any], execution_id: str) -> str:
     """One line describing a finished ingestion and the execution that ran it."""
+    # " (N by this run, M before)" when earlier runs wrote part of what the report counts
+    timings = report.get("batch_timings") or []
+    mine = sum(int(t.get("added") or 0) for t in timings if t.get("pid") == os.getpid())
+    before = int(report.get("added") or 0) - mine
+    split = f" ({mine} by this run, {before} before)" if before > 0 else ""
+    truncated = ""  # chunks longer than the model reads
+    if "truncated" in report:
+        value = report["truncated"]
+        unknown = ", truncated unknown (the model declares no tokenizer)"
+        truncated = unknown if value is None else f", truncated {value}"
+    left_out = []  # files read by no document
+    if report.get("skipped_file_count"):
+        left_out.append(f"{plural(int(report['skipped_file_count']), 'file')} skipped")
+    if report.get("unmatched_files"):
+        left_out.append(f"{report['unmatched_files']} matched no glob")
+    if report.get("excluded_files"):
+        left_out.append(f"{report['excluded_files']} excluded")
+    files = f"; {', '.join(left_out)}" if left_out else ""
     return (
         f"ingested {plural(int(report.get('docs', 0)), 'doc')} ({plural(int(report.get('chunks', 0)), 'chunk')}) "
         f"into {report.get('tenant')}/{report.get('collection')} in "
         f"{plural(int(report.get('batches', 0)), 'batch')}: "
-        f"added {report.get('added', 0)}{_before(report)}, updated {report.get('updated', 0)}, skipped "
+        f"added {report.get('added', 0)}{split}, updated {report.get('updated', 0)}, skipped "
         f"{report.get('skipped', 0)}, deleted {report.get('deleted', 0)}, cache hits "
-        f"{report.get('cache_hits', 0)}{_truncated(report)}{_files_left_out(report)} (execution {execution_id})"
+        f"{report.get('cache_hits', 0)}{truncated}{files} (execution {execution_id})"
     )
-
-
-def _files_left_out(report: dict[str, Any]) -> str:
-    """``; 3 files skipped, 290 matched no glob`` (files read by no document), or ``""``."""
-    parts = []
-    if report.get("skipped_file_count"):
-        parts.append(f"{plural(int(report['skipped_file_count']), 'file')} skipped")
-    if report.get("unmatched_files"):
-        parts.append(f"{report['unmatched_files']} matched no glob")
-    if report.get("excluded_files"):
-        parts.append(f"{report['excluded_files']} excluded")
-    return f"; {', '.join(parts)}" if parts else ""
 
 
 def skipped_lines(report: dict[str, Any]) -> list[str]:
@@ -386,14 +380,6 @@ def skipped_lines(report: dict[str, Any]) -> list[str]:
     if total > len(named):
         lines.append(f"... and {total - len(named)} more skipped files (the report names the first {len(named)})")
     return lines
-
-
-def _truncated(report: dict[str, Any]) -> str:
-    """``, truncated N`` (chunks longer than the model reads), or ``, truncated unknown``."""
-    if "truncated" not in report:
-        return ""
-    value = report["truncated"]
-    return ", truncated unknown (the model declares no tokenizer)" if value is None else f", truncated {value}"
 
 
 def report_run(run: Any, json_out: bool) -> ExitCode:

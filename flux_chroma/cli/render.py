@@ -55,7 +55,7 @@ def _hit_label(hit: dict[str, Any]) -> str:
 
 
 def hits_table(
-    hits: Sequence[dict[str, Any]], title: str | None = None, *, wide: bool = False, lines: int = HIT_LINES
+    hits: Sequence[dict[str, Any]], title: str | None = None, *, wide: bool = False
 ) -> None:
     """Print ranked hits as search results: a header line per hit, then its text.
 
@@ -66,7 +66,6 @@ def hits_table(
         hits: ``[{"id", "document", "metadata", "distance", "duplicates"?}, ...]``, best first.
         title: A first line (cut to the width).
         wide: Show the id, the whole text and the metadata, each on one line, however long.
-        lines: Text lines shown per hit (not with ``wide``).
     """
     if not hits:
         stdout.print(Text(f"{title}: no hits" if title else "no hits"))
@@ -95,8 +94,8 @@ def hits_table(
                 out.append("    identical: " + ", ".join(map(str, copies)))
         else:
             wrapped = textwrap.wrap(text, width=width - 4, break_long_words=True) or [""]
-            if len(wrapped) > lines:
-                wrapped = wrapped[:lines]
+            if len(wrapped) > HIT_LINES:
+                wrapped = wrapped[:HIT_LINES]
                 wrapped[-1] = _short(wrapped[-1] + " …", width - 4)
             out.extend("    " + line for line in wrapped)
     for line in out:
@@ -132,9 +131,7 @@ def collections_table(collections: Sequence[dict[str, Any]], tenant: str, *, wid
 def checks_table(checks: Sequence[Any], *, wide: bool = False) -> None:
     """Print doctor :class:`~flux_chroma.cli.doctor.Check` results, then a summary line.
 
-    Args:
-        checks: The results.
-        wide: One line per check however long (on a terminal, details wrap otherwise).
+    ``wide`` (or piped output) keeps each check on one line; on a terminal details wrap.
     """
     grid = Table.grid(padding=(0, 2))  # a wrapped detail stays indented under its check
     grid.add_column(no_wrap=True)

@@ -64,13 +64,6 @@ __all__ = [
     "run_workflow",
     "stdout",
     "stderr",
-    "Url",
-    "Tenant",
-    "Tenancy",
-    "JsonOut",
-    "Debug",
-    "FluxHome",
-    "Collection",
 ]
 
 stdout = Console()
@@ -136,13 +129,7 @@ class ExitCode(IntEnum):
 
 
 class CliError(Exception):
-    """An error the CLI reports as one line plus a hint, with a chosen exit code.
-
-    Args:
-        message: What failed.
-        hint: What to do about it.
-        code: The exit code.
-    """
+    """An error the CLI reports as ``error: message`` and ``hint: hint``, exiting with ``code``."""
 
     def __init__(self, message: str, hint: str = "", code: ExitCode = ExitCode.FAILED) -> None:
         super().__init__(message)
@@ -265,13 +252,8 @@ def print_json(value: Any) -> None:
 
 
 def report_error(exc: BaseException, *, debug: bool, json_out: bool) -> ExitCode:
-    """Print an error as ``error: ...`` and ``hint: ...`` lines on stderr; return its exit code.
-
-    Args:
-        exc: The exception.
-        debug: Print the traceback first.
-        json_out: Also print a ``{"error": {...}}`` document on stdout.
-    """
+    """Print ``error:`` and ``hint:`` lines on stderr (``debug``: the traceback first, ``json_out``:
+    also an ``{"error": {...}}`` document on stdout); return the exit code."""
     code = exit_code_for(exc)
     message, hint = _message(exc), hint_for(exc)
     if debug:
@@ -376,7 +358,7 @@ def run_workflow(wf: Any, payload: dict[str, Any], flux_home: Path | None) -> An
 
 
 def run_read(task: Any, target: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
-    """Run a read-only task's body in this process, without a Flux execution.
+    """Run a read-only task's body (``*args``, ``**kwargs``) in this process, without Flux.
 
     A read has nothing to resume, and a Flux execution costs a fresh process about a third of
     a ``flux-chroma query`` (``python -m bench.cli_cost``). Failures still go through the
@@ -385,8 +367,6 @@ def run_read(task: Any, target: dict[str, Any], *args: Any, **kwargs: Any) -> An
     Args:
         task: A ``@chroma_task`` (e.g. :data:`flux_chroma.query`).
         target: ``tenant``, ``tenancy`` and ``url`` (None entries keep the defaults).
-        *args: The task's positional arguments.
-        **kwargs: The task's keyword arguments.
 
     Raises:
         FluxChromaError: The task failed.

@@ -190,39 +190,38 @@ def render(view: JobView, rate: float | None) -> list[str]:
     return lines
 
 
-def watch_job(base: str, execution_id: str, interval: float = 1.0, live: bool | None = None) -> ExitCode:
+def watch_job(base: str, execution_id: str, interval: float = 1.0) -> ExitCode:
     """Follow a job until it ends, printing its progress; return its outcome's exit code.
+
+    On a terminal the screen is redrawn in place; otherwise (a log) the first screen is
+    printed, then only the lines that changed.
 
     Args:
         base: The Flux server URL.
         execution_id: The job's execution id.
         interval: Seconds between reads.
-        live: Redraw in place (default: when stdout is a terminal); otherwise print the
-            first screen, then only the lines that changed (a log).
 
     Raises:
         CliError: Unknown execution id, or the server does not answer.
     """
     base = base.rstrip("/")
-    live = stdout.is_terminal if live is None else live
-    first: tuple[float, int] | None = None
+    live = stdout.is_terminal
     shown: list[str] = []
     with httpx.Client(timeout=10) as client:
         view = read_job(client, base, execution_id)
+        started, chunks_before = time.monotonic(), view.chunks_done
         from rich.live import Live
         from rich.text import Text
 
         screen: Any = Live(console=stdout, auto_refresh=False) if live else contextlib.nullcontext()
         with screen:
             while True:
-                now = time.monotonic()
-                first = first or (now, view.chunks_done)
-                elapsed, gained = now - first[0], view.chunks_done - first[1]
+                elapsed, gained = time.monotonic() - started, view.chunks_done - chunks_before
                 rate = gained / elapsed if elapsed > 0 and gained > 0 else None
                 lines = render(view, rate)
                 if live:
                     screen.update(Text("\n".join(lines)), refresh=True)
-                else:  # a log: the first screen whole, then the lines that changed
+                else:
                     for line in lines if not shown else [ln for ln in lines if ln not in shown]:
                         stdout.print(line, highlight=False, markup=False, soft_wrap=True)
                 shown = lines
