@@ -81,15 +81,7 @@ async def evaluation_steps(
     ks: Sequence[int],
     options: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """Run the questions as ``query`` tasks in this workflow; return :func:`evaluate`'s report.
-
-    Args:
-        collection: Tenant-relative collection name (an alias is followed).
-        labels: Checked labelled questions.
-        modes: Query modes to compare.
-        ks: Recall cut-offs.
-        options: Task options for ``query`` (``tenant``, ``url``, ...).
-    """
+    """Run the questions as ``query`` tasks in this workflow; return :func:`evaluate`'s report."""
     from flux_chroma.tasks.builtin import query
 
     modes, ks = check_run(modes, ks)
@@ -146,7 +138,6 @@ def evaluate(
         collection: Tenant-relative collection name (an alias is followed).
         labels: A JSON-lines file (see :mod:`flux_chroma.quality.labels`) or a list of
             ``{"question", "relevant_documents"}`` dicts.
-        tenant: Tenant id.
         modes: Query modes to compare (default: every mode ``query`` has); ``"default"``
             calls ``query`` without ``mode=``.
         k: Recall cut-offs.

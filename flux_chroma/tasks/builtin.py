@@ -1,8 +1,9 @@
 """The public Flux tasks: ``embed_and_add``, ``query`` and tenant-scoped housekeeping.
 
-Configure them with ``.with_options(tenant=..., url=..., ...)``. Blocking client calls run in a
-worker thread so Flux's ``timeout=`` can interrupt a task whose server froze, and
-``parallel()`` can overlap tasks.
+Configure them with ``.with_options(tenant=..., url=..., ...)``. Each raises ``TenantError``
+without a valid tenant, ``InvalidNameError`` for a bad collection name and
+``ChromaUnavailableError`` (retried by Flux) when the server is unreachable. Blocking calls run
+in a worker thread so Flux's ``timeout=`` can interrupt a task whose server froze.
 
 Example:
     >>> from flux_chroma import embed_and_add, query
@@ -57,11 +58,8 @@ async def embed_and_add(collection: str, docs: list[dict[str, Any]]) -> Receipt:
         A :class:`~flux_chroma.tasks.results.Receipt` (counts, the pin, timings).
 
     Raises:
-        TenantError: No or invalid tenant option.
-        InvalidNameError: Invalid collection name.
         InvalidDocumentError: A malformed document (named by id); nothing is written.
         EmbeddingMismatchError: The configured model differs from the collection's pin.
-        ChromaUnavailableError: The server is unreachable (retried by Flux).
     """
     documents = validate_documents(docs)
     target = await asyncio.to_thread(resolve_alias, chroma_target(collection))  # writers follow the alias
@@ -107,12 +105,10 @@ async def query(
         one such list per question.
 
     Raises:
-        TenantError: No or invalid tenant option.
         InvalidQueryError: Invalid ``k``, ``mode``, filter, prefix or question, or a filter
             that can never match this collection (e.g. ``$contains`` on a string key).
         CollectionNotFoundError: The collection does not exist.
         EmbeddingMismatchError: The configured model differs from the collection's pin.
-        ChromaUnavailableError: The server is unreachable (retried by Flux).
     """
     options = chroma_options()
     target = chroma_target(collection)
@@ -144,31 +140,17 @@ async def query(
 
 @chroma_task(**_RETRY)
 async def list_collections() -> list[CollectionEntry]:
-    """List the tenant's collections, sorted by name (:class:`CollectionEntry` dicts).
-
-    Raises:
-        TenantError: No or invalid tenant option.
-        ChromaUnavailableError: The server is unreachable.
-    """
+    """List the tenant's collections, sorted by name (:class:`CollectionEntry` dicts)."""
     return await asyncio.to_thread(_list_sync, chroma_options().namespace(), chroma_settings())
 
 
 @chroma_task(**_RETRY)
 async def delete_collection(collection: str) -> dict[str, Any]:
-    """Delete one of the tenant's collections (idempotent).
-
-    Args:
-        collection: Tenant-relative collection name.
-
-    Returns:
-        ``{"collection": name, "deleted": bool}``.
+    """Delete a tenant collection (idempotent); return ``{"collection", "deleted": bool}``.
 
     Raises:
-        TenantError: No or invalid tenant option.
-        InvalidNameError: Invalid collection name.
         ConfigurationError: ``collection`` is an alias (the message names the collection it
             points at); nothing is deleted.
-        ChromaUnavailableError: The server is unreachable.
     """
     return await asyncio.to_thread(_delete_collection_sync, chroma_target(collection))
 

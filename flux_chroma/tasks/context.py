@@ -2,7 +2,8 @@
 
 The task's options and the secrets Flux injected live in a :class:`contextvars.ContextVar` for
 the duration of one call, so they never enter Flux's event log. ``asyncio.to_thread`` copies
-the context, so the helpers work in worker threads too.
+the context, so the helpers work in worker threads too; outside a running ``@chroma_task``
+body they raise :class:`ConfigurationError`.
 """
 
 from __future__ import annotations
@@ -63,9 +64,6 @@ def chroma_options() -> ChromaOptions:
 
     HTTP timeouts are capped at the task's Flux ``timeout=`` when one is set.
 
-    Raises:
-        ConfigurationError: Called outside a running ``@chroma_task`` body.
-
     Example:
         >>> @chroma_task()
         ... async def tenant_of() -> str | None:
@@ -75,11 +73,7 @@ def chroma_options() -> ChromaOptions:
 
 
 def chroma_settings() -> ConnectionSettings:
-    """Return the running task's connection settings, credentials resolved.
-
-    Raises:
-        ConfigurationError: Called outside a running ``@chroma_task`` body.
-    """
+    """Return the running task's connection settings, credentials resolved."""
     scope = _scope("chroma_settings")
     return scope.options.settings(scope.secrets)
 
@@ -95,7 +89,6 @@ def chroma_target(collection: str) -> Target:
         name, ``.label`` is ``tenant/name`` for messages).
 
     Raises:
-        ConfigurationError: Called outside a running ``@chroma_task`` body.
         TenantError: The task has no valid ``tenant=`` option.
         InvalidNameError: ``collection`` is not a valid tenant-relative name.
     """
@@ -129,7 +122,6 @@ async def use_collection[T](
         action: What ``operation`` does, for error messages (default: the task's name).
 
     Raises:
-        ConfigurationError: Called outside a running ``@chroma_task`` body.
         TenantError: The task has no valid ``tenant=`` option.
         InvalidNameError: ``collection`` is not a valid tenant-relative name.
         CollectionNotFoundError: The collection does not exist and ``create`` is False.

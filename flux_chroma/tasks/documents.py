@@ -4,6 +4,8 @@ Chunk ids are ``{document id}#{index}:{sha12}``. A document's text is rebuilt fr
 in index order: at their ``fc_start``/``fc_end`` offsets when stored (so offsets into the
 returned text are the stored ones), else writing the overlap of consecutive chunks once.
 A files source's document is found with one ``where`` request, others by scanning ids.
+``collection`` is tenant-relative and an alias is followed; a missing one raises
+:class:`~flux_chroma.errors.CollectionNotFoundError`.
 
 Example:
     >>> from flux_chroma import expand_hit, get_document
@@ -48,7 +50,6 @@ class Record(TypedDict):
     """One stored record (a chunk, or a record written with ``embed_and_add``).
 
     Attributes:
-        id: The record id.
         document: The stored text (``None`` if the record has none).
         metadata: The record's metadata, without flux-chroma's ``fc_*`` keys.
         document_id: The chunk's document (for a record that is not a chunk, its id).
@@ -66,7 +67,6 @@ class Passage(TypedDict):
     """A document, or a window of consecutive chunks of one, with its text rebuilt in order.
 
     Attributes:
-        document_id: The document's id (as the ingestion job named it).
         text: The chunks' text joined in order, overlaps written once.
         chunks: The chunks, in index order.
         total_chunks: How many chunks the document has in the collection.
@@ -86,7 +86,6 @@ class DocumentEntry(TypedDict):
     """One document in the output of ``list_documents``.
 
     Attributes:
-        document_id: The document's id.
         path: The ``path`` metadata of its chunks (files sources), else ``None``.
         chunks: How many records (chunks) it has.
     """
@@ -113,6 +112,12 @@ def document_key(record_id: str) -> str:
     """The document a record belongs to: the chunk id's document part, or the id itself."""
     parsed = parse_chunk_id(record_id)
     return parsed[0] if parsed else record_id
+
+
+def _source_document(meta: dict[str, Any]) -> str | None:
+    """``{source id}/{path}`` of a files source's chunk, else ``None``."""
+    source, path = meta.get(_SOURCE_KEY), meta.get("path")
+    return f"{source}/{path}" if isinstance(source, str) and isinstance(path, str) else None
 
 
 def _record(rid: str, doc: str | None, meta: dict[str, Any] | None) -> Record:
@@ -191,16 +196,14 @@ def join_chunks(rows: list[tuple[str | None, dict[str, Any] | None]]) -> str:
     texts = [doc or "" for doc, _ in rows]
     metas = [meta or {} for _, meta in rows]
     if texts and all(isinstance(m.get(_START_KEY), int) and isinstance(m.get(_END_KEY), int) for m in metas):
-        base = int(metas[0][_START_KEY])
         out: list[str] = []
-        at = base
+        at = int(metas[0][_START_KEY])
         for text, meta in zip(texts, metas, strict=True):
             start = int(meta[_START_KEY])
             if start > at:
                 out.append(" " * (start - at))  # whitespace the chunks do not store
                 at = start
-            skip = at - start
-            out.append(text[skip:])
+            out.append(text[at - start :])
             at = max(at, start + len(text))
         return "".join(out)
     joined = texts[0] if texts else ""
@@ -226,7 +229,6 @@ async def get_document(collection: str, document_id: str) -> Passage:
     """Read a whole document back from its stored chunks, in order.
 
     Args:
-        collection: Tenant-relative collection name (an alias is followed).
         document_id: The document id as the ingestion job named it (``{source id}/{relative
             path}`` for a files source), or the id of a record that is not a chunk.
 
@@ -235,8 +237,6 @@ async def get_document(collection: str, document_id: str) -> Passage:
 
     Raises:
         InvalidQueryError: Empty id, or no document of that id in the collection.
-        CollectionNotFoundError: The collection does not exist.
-        ChromaUnavailableError: The server is unreachable (retried by Flux).
 
     Example:
         >>> page = await get_document.with_options(tenant="acme")("kb", "docs/guide.md")  # doctest: +SKIP
@@ -263,18 +263,11 @@ async def get_document(collection: str, document_id: str) -> Passage:
 async def expand_hit(collection: str, hit_id: str, window: int = 1) -> Passage:
     """A hit with up to ``window`` neighbouring chunks on each side, text rebuilt in order.
 
-    Args:
-        collection: Tenant-relative collection name (an alias is followed).
-        hit_id: A record id, e.g. a :class:`~flux_chroma.tasks.results.Hit`'s ``id``.
-        window: Chunks to add before and after the hit (>= 0).
-
     Returns:
         A :class:`Passage` (``hit_id`` set). A record that is not a chunk comes back alone.
 
     Raises:
         InvalidQueryError: Empty id, bad ``window``, or no record of that id.
-        CollectionNotFoundError: The collection does not exist.
-        ChromaUnavailableError: The server is unreachable (retried by Flux).
     """
     _check_text(hit_id, "hit_id")
     if isinstance(window, bool) or not isinstance(window, int) or window < 0:
@@ -292,9 +285,7 @@ async def expand_hit(collection: str, hit_id: str, window: int = 1) -> Passage:
         rows = _chunks_of(coll, doc_key, found[0][2]) or found
         indexes = [(parse_chunk_id(rid) or ("", 0))[1] for rid, _, _ in rows]
         near = [row for row, i in zip(rows, indexes, strict=True) if index - window <= i <= index + window]
-        meta = found[0][2] or {}
-        doc_id = f"{meta[_SOURCE_KEY]}/{meta['path']}" if isinstance(meta.get(_SOURCE_KEY), str) and isinstance(meta.get("path"), str) else doc_key
-        return _passage(doc_id, near, len(rows), hit_id)
+        return _passage(_source_document(found[0][2] or {}) or doc_key, near, len(rows), hit_id)
 
     return await use_collection(collection, read, action="expand_hit")
 
@@ -303,13 +294,8 @@ async def expand_hit(collection: str, hit_id: str, window: int = 1) -> Passage:
 async def get_records(collection: str, ids: list[str]) -> list[Record]:
     """Read records by id as :class:`Record` dicts, in the order asked (missing ids left out).
 
-    Args:
-        collection: Tenant-relative collection name (an alias is followed).
-        ids: Record ids (at most 5,000).
-
     Raises:
-        InvalidQueryError: ``ids`` is not a non-empty list of non-empty strings.
-        CollectionNotFoundError: The collection does not exist.
+        InvalidQueryError: ``ids`` is not a list of 1 to 5,000 non-empty strings.
     """
     if not isinstance(ids, list) or not ids or len(ids) > _PAGE:
         raise InvalidQueryError(f"ids must be a list of 1 to {_PAGE} record ids, got {type(ids).__name__} of {len(ids) if isinstance(ids, list) else '?'}.")
@@ -327,12 +313,10 @@ async def list_documents(collection: str, where: dict[str, Any] | None = None) -
     """List a collection's documents as :class:`DocumentEntry` dicts, sorted by id.
 
     Args:
-        collection: Tenant-relative collection name (an alias is followed).
         where: Optional Chroma metadata filter (e.g. ``{"path": "guide.md"}``).
 
     Raises:
         InvalidQueryError: A malformed filter.
-        CollectionNotFoundError: The collection does not exist.
     """
     from flux_chroma.tasks.validation import validate_where
 
@@ -343,9 +327,7 @@ async def list_documents(collection: str, where: dict[str, Any] | None = None) -
         for got in _pages(resolved.collection, where=where, include=["metadatas"]):
             for rid, _, meta in _rows(got):
                 meta = meta or {}
-                key = document_key(rid)
-                if isinstance(meta.get(_SOURCE_KEY), str) and isinstance(meta.get("path"), str):
-                    key = f"{meta[_SOURCE_KEY]}/{meta['path']}"
+                key = _source_document(meta) or document_key(rid)
                 entry = counts.setdefault(key, {"document_id": key, "path": meta.get("path") if isinstance(meta.get("path"), str) else None, "chunks": 0})
                 entry["chunks"] += 1
         return sorted(counts.values(), key=lambda e: e["document_id"])

@@ -134,13 +134,7 @@ def fold(text: str) -> str:
 
 
 def contains(probe: Probe, document: str | None, folded: str | None = None) -> bool:
-    """Whether ``document`` holds ``probe``, as its ``where_document`` clause decides it.
-
-    Args:
-        probe: The probe.
-        document: The record's text.
-        folded: ``fold(document)`` when the caller already has it.
-    """
+    """Whether ``document`` holds ``probe`` as the server decides; ``folded``: its :func:`fold`."""
     if not document:
         return False
     if "$contains" in probe.clause:

@@ -35,14 +35,9 @@ REMOVED_OPTIONS: dict[str, str] = {
 
 
 def reject_removed_options(owner: str, names: Iterable[str]) -> None:
-    """Refuse an option or job field that flux-chroma removed, saying why.
+    """Raise :class:`ConfigurationError` for an option or job field flux-chroma removed, saying why.
 
-    Args:
-        owner: What received it (``"job"``, ``"@chroma_task()"``), for the message.
-        names: The option names (or a mapping, whose keys are).
-
-    Raises:
-        ConfigurationError: ``names`` holds a removed option.
+    ``owner`` (``"job"``, ``"@chroma_task()"``) names what received it in the message.
     """
     for name in names:
         why = REMOVED_OPTIONS.get(name)
@@ -150,14 +145,11 @@ class ChromaOptions:
 
         key = (self.cache_dir, self.cache_size_limit)
         with _caches_lock:
-            cache = _caches.get(key)
-            if cache is None:
-                kwargs: dict[str, Any] = {}
-                if self.cache_size_limit is not None:
-                    kwargs["size_limit"] = self.cache_size_limit
-                cache = EmbeddingCache(self.cache_dir, **kwargs)
-                _caches[key] = cache
-            return cache
+            if key not in _caches:
+                cap = self.cache_size_limit
+                kwargs = {} if cap is None else {"size_limit": cap}
+                _caches[key] = EmbeddingCache(self.cache_dir, **kwargs)
+            return _caches[key]
 
 
 CHROMA_OPTION_NAMES = frozenset(f.name for f in fields(ChromaOptions))

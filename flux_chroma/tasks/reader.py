@@ -191,17 +191,10 @@ def query_collection(
     """Run validated questions against a tenant's existing collection.
 
     Args:
-        target: The collection (must exist).
-        questions: Validated question texts.
-        k: Results per question.
-        where: Validated metadata filter.
-        where_document: Validated document filter.
         ef: Configured embedding function, or ``None`` for the pinned one.
         cache: Embedding cache for the questions, or ``None``.
         space: Expected distance space (``None``: the pinned one).
-        mode: ``"dense"`` or ``"hybrid"``.
         distinct: Return each text once (more candidates are fetched to find ``k``).
-        path_prefix: Validated folder or file path prefix (``files`` sources).
 
     Returns:
         ``(hits per question, stats)``; stats holds cache hits/misses and embedding seconds.

@@ -16,21 +16,14 @@ class Receipt(TypedDict):
     """What ``embed_and_add`` returns: what was written, and how.
 
     Attributes:
-        tenant: The tenant.
-        collection: The tenant-relative collection name.
         physical_name: The Chroma collection name (inside the tenant's namespace).
         upserted: ``added + updated``.
-        added: Records that did not exist.
         updated: Records whose content or metadata changed.
         skipped: Records already stored with the same content hash (not re-embedded).
-        embedded: Texts embedded by the model (cache misses).
-        cache_hits: Texts whose vectors came from the embedding cache.
-        cache_misses: Texts not found in the embedding cache (same as ``embedded``).
+        embedded: Texts embedded by the model (cache misses, same as ``cache_misses``).
         truncated: Texts longer than the model's token limit (embedded truncated).
         batches: Upsert requests sent.
         embedding: The collection's pin.
-        embed_seconds: Time spent embedding.
-        seconds: Time spent in total.
     """
 
     tenant: str
@@ -54,7 +47,6 @@ class Hit(TypedDict):
     """One result of ``query``, nearest first.
 
     Attributes:
-        id: The record id.
         document: The stored text (``None`` if the record has none).
         metadata: The record's metadata, without flux-chroma's ``fc_*`` keys.
         distance: Distance to the question in the collection's space (smaller is nearer).
@@ -78,7 +70,6 @@ class CollectionEntry(TypedDict):
 
     Attributes:
         name: The tenant-relative collection name.
-        count: Records in the collection.
         pin: The collection's pin, or ``None`` for a collection created outside flux-chroma.
     """
 

@@ -43,12 +43,8 @@ _KEPT_FLUX_OPTIONS = (
 def split_options(owner: str, kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Split task options into ``(flux-chroma's, Flux's)`` (``cache`` is flux-chroma's).
 
-    Args:
-        owner: What received the options, for the error message.
-        kwargs: The options.
-
     Raises:
-        ConfigurationError: An option that is neither (a removed one says why).
+        ConfigurationError: An option that is neither (``owner`` names what received it).
     """
     reject_removed_options(owner, kwargs)
     unknown = set(kwargs) - FLUX_OPTION_NAMES - CHROMA_OPTION_NAMES

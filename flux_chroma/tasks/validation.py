@@ -239,11 +239,7 @@ def validate_where(where: Any, path: str = "where") -> dict[str, Any] | None:
 
 
 def validate_where_document(where_document: Any, path: str = "where_document") -> dict[str, Any] | None:
-    """Check a Chroma ``where_document`` full-text filter.
-
-    Raises:
-        InvalidQueryError: The filter is malformed.
-    """
+    """Check a ``where_document`` full-text filter (:class:`InvalidQueryError` if malformed)."""
     if where_document is None:
         return None
     if not isinstance(where_document, Mapping) or len(where_document) != 1:
@@ -262,11 +258,7 @@ def validate_where_document(where_document: Any, path: str = "where_document") -
 
 
 def validate_k(k: Any, *, limit: int = 10_000) -> int:
-    """Check the number of results per question.
-
-    Raises:
-        InvalidQueryError: ``k`` is not an integer in ``1..limit``.
-    """
+    """Check ``k``, the results per question (:class:`InvalidQueryError` unless in 1..limit)."""
     if isinstance(k, bool) or not isinstance(k, int):
         raise InvalidQueryError(f"k must be an integer, got {type(k).__name__}.")
     if not 1 <= k <= limit:
