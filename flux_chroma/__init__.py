@@ -1,11 +1,7 @@
 """flux-chroma: ChromaDB as a safe, durable step inside Flux workflows.
 
 One Chroma server process owns the data directory; every Flux worker is a stateless
-``chromadb.HttpClient``. The tasks below are genuine Flux tasks configured with
-``.with_options(tenant=..., url=..., embedding_function=..., cache=True, ...)``.
-
-Data flows: connection -> naming/tenancy -> pinning -> embedding (+ cache) ->
-write/query -> plain JSON results.
+``chromadb.HttpClient``. The tasks are genuine Flux tasks configured with ``.with_options()``.
 """
 
 from __future__ import annotations

@@ -119,7 +119,6 @@ def run_demo(
     """Start a server (unless ``url`` is given), ingest :data:`DOCS`, ask one question.
 
     Args:
-        question: The question.
         url: Use this running Chroma server instead of starting a temporary one.
         tenant: Tenant to write to and query.
         flux_home: Folder for Flux's state; default a temporary folder removed afterwards.

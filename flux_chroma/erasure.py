@@ -89,16 +89,12 @@ def _other_hashes(namespace: Namespace, settings: ConnectionSettings, wanted: se
     return shared
 
 
-def _lock_dir() -> Path:
+def _busy_jobs(tenant: str) -> list[str]:
+    """Ingestion jobs of ``tenant`` whose lock (``ingest/jobs.py``) a live process holds here."""
     from flux.config import Configuration
 
-    return Path(Configuration.get().settings.home).expanduser() / "flux-chroma-locks"
-
-
-def _busy_jobs(tenant: str) -> list[str]:
-    """Ingestion jobs of ``tenant`` whose lock a live process holds on this host."""
     pattern = re.compile(rf"^fc-[a-z]+-{re.escape(tenant)}-[0-9a-f]{{16}}\.lock$")
-    folder = _lock_dir()
+    folder = Path(Configuration.get().settings.home).expanduser() / "flux-chroma-locks"
     busy = []
     for path in sorted(folder.glob("*.lock")) if folder.is_dir() else []:
         if not pattern.match(path.name):
@@ -229,10 +225,7 @@ def _remains(tenant: str) -> list[str]:
 
 @chroma_task(retry_max_attempts=3, retry_delay=1, retry_backoff=2)
 async def erase_tenant(confirm: bool = False, cache_only: bool = False) -> dict[str, Any]:
-    """Erase the task's tenant: its collections and aliases (or database), and cache entries.
-
-    The tenant, tenancy, server and cache folder are the task's options
-    (``erase_tenant.with_options(tenant="acme", tenancy="database", ...)``).
+    """Erase the task's tenant (its options): collections and aliases (or database), cache entries.
 
     Args:
         confirm: Delete; ``False`` is a dry run listing what would go.

@@ -42,8 +42,7 @@ class FluxChromaError(ExecutionError):
     """Base class of every flux-chroma error.
 
     Attributes:
-        transient: True when retrying the same call later can succeed (Flux's
-            ``retry_max_attempts`` applies); False when it fails at once.
+        transient: True when retrying later can succeed (Flux's ``retry_max_attempts`` applies).
     """
 
     transient: bool = False

@@ -68,10 +68,7 @@ def flux_sqlite_path() -> Path | None:
 
 
 def ensure_flux_db_folder() -> Path | None:
-    """Create the folder of Flux's SQLite database when it is missing.
-
-    Returns:
-        The database file, or None when Flux does not keep its state in a SQLite file.
+    """Create the folder of Flux's SQLite database if missing; return the file (or None).
 
     Raises:
         ConfigurationError: The folder cannot be created (names it and the fix).
@@ -106,10 +103,7 @@ def resolve_flux_home(option: str | os.PathLike[str] | None) -> Path | None:
 
 @contextmanager
 def flux_home(option: str | os.PathLike[str] | None = None) -> Iterator[Path | None]:
-    """Run the block with Flux's home and SQLite database in one folder.
-
-    Args:
-        option: The folder; None means :func:`resolve_flux_home`'s choice.
+    """Run the block with Flux's home and SQLite database in :func:`resolve_flux_home`'s folder.
 
     Yields:
         The folder in use, or None when Flux's environment decides.

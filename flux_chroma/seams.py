@@ -77,15 +77,11 @@ def route_task_failures[T: type](cls: T) -> T:
     """Class decorator: a Flux task subclass adjusts each failure before Flux handles it.
 
     ``cls.adjust_failure(self, ex, kwargs, retry_attempts) -> (ex, retry_attempts)`` runs first;
-    Flux's handler then records (or retries) what it returns. Returning
-    ``retry_attempts = self.retry_max_attempts`` makes the failure final at once.
+    Flux's handler then records (or retries) what it returns (``retry_attempts =
+    self.retry_max_attempts`` makes the failure final).
 
-    Relies on: flux-core's async ``flux.task.__handle_exception`` (``_task__handle_exception``;
-    0.87.5), taking ``(ctx, ex, task_id, task_full_name, task_args, args, kwargs,
-    retry_attempts=0)``, through which every failure of a task goes. No public hook exists.
-
-    Raises:
-        SeamError: flux-core's handler is gone or takes other parameters.
+    Relies on: flux-core's async ``flux.task.__handle_exception`` (0.87.5), with the parameters
+    checked below, through which every failure of a task goes. No public hook exists.
     """
     from flux import task
 
@@ -144,8 +140,7 @@ def save_execution(ctx: Any) -> None:
 def client_settings(client: Any) -> Any:
     """The chromadb ``Settings`` a client was built with, or None for any other object.
 
-    Relies on: chromadb's ``Client._system.settings`` (1.5.9). Tolerant by design: it tells
-    in-process clients from arbitrary objects.
+    Relies on: chromadb's ``Client._system.settings`` (1.5.9).
     """
     return getattr(getattr(client, "_system", None), "settings", None)
 
@@ -163,10 +158,7 @@ def collection_server(collection: Any) -> Any:
 def http_session(server: Any) -> httpx.Client:
     """The ``httpx.Client`` chromadb's HTTP ``ServerAPI`` sends every request through.
 
-    Relies on: chromadb's ``chromadb.api.fastapi.FastAPI._session`` (1.5.9; ``timeout=None``).
-
-    Raises:
-        SeamError: No ``_session``, or it is not an ``httpx.Client``.
+    Relies on: chromadb's ``chromadb.api.fastapi.FastAPI._session`` (1.5.9), an httpx.Client.
     """
     import httpx
 
@@ -239,10 +231,8 @@ def disk_directory(disk: Any) -> str:
 def retry_cache_statements[T: type](
     wrap: Callable[[Callable[..., Any]], Callable[..., Any]],
 ) -> Callable[[T], T]:
-    """Class decorator for a diskcache ``Cache`` subclass: retried statements use ``wrap(sql)``.
-
-    diskcache retries some statements (``Cache.__init__``'s among them) for 60 s on a locked
-    database; ``wrap`` gets the plain runner and returns the one to use instead.
+    """Class decorator for a diskcache ``Cache`` subclass: retried statements use ``wrap(sql)``
+    instead of diskcache's 60 s retry on a locked database (``Cache.__init__``'s among them).
 
     Relies on: diskcache's ``Cache._sql_retry`` (5.6.3), a property returning the retrying
     runner, and :func:`cache_sql`.

@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
@@ -59,17 +58,11 @@ def labels(tenant: object, collection: object = None) -> dict[str, str]:
     return {"tenant": _name(tenant), "collection": _name(collection)}
 
 
-@dataclass(frozen=True)
-class _Instruments:
-    provider: object
-    counters: dict[str, Any]
-    histograms: dict[str, Any]
+_instruments: tuple[object, dict[str, Any]] | None = None  # (meter provider, name -> instrument)
 
 
-_instruments: _Instruments | None = None
-
-
-def _meter_instruments() -> _Instruments | None:
+def _meter_instruments() -> dict[str, Any] | None:
+    """Every instrument of :data:`METRICS` by name, made again for a new meter provider."""
     global _instruments
     from flux.observability import get_meter
 
@@ -79,19 +72,15 @@ def _meter_instruments() -> _Instruments | None:
     from opentelemetry import metrics
 
     provider = metrics.get_meter_provider()
-    if _instruments is None or _instruments.provider is not provider:
-        counters = {
-            name: meter.create_counter(name, description=text)
-            for name, text in METRICS.items()
-            if name.endswith("_total")
-        }
-        histograms = {
+    if _instruments is None or _instruments[0] is not provider:
+        made = {
             name: meter.create_histogram(name, description=text, unit="s")
-            for name, text in METRICS.items()
             if name.endswith("_seconds")
+            else meter.create_counter(name, description=text)
+            for name, text in METRICS.items()
         }
-        _instruments = _Instruments(provider, counters, histograms)
-    return _instruments
+        _instruments = (provider, made)
+    return _instruments[1]
 
 
 def enabled() -> bool:
@@ -107,14 +96,14 @@ def count(metric: str, value: int, tenant: object, collection: object = None) ->
         return
     instruments = _meter_instruments()
     if instruments is not None:
-        instruments.counters[metric].add(int(value), labels(tenant, collection))
+        instruments[metric].add(int(value), labels(tenant, collection))
 
 
 def observe(metric: str, seconds: float, tenant: object, collection: object = None) -> None:
     """Record ``seconds`` in the histogram ``metric`` (a no-op when observability is off)."""
     instruments = _meter_instruments()
     if instruments is not None:
-        instruments.histograms[metric].record(float(seconds), labels(tenant, collection))
+        instruments[metric].record(float(seconds), labels(tenant, collection))
 
 
 def record_error(exc: BaseException, tenant: object, collection: object = None) -> None:
@@ -122,7 +111,7 @@ def record_error(exc: BaseException, tenant: object, collection: object = None) 
     instruments = _meter_instruments()
     if instruments is not None:
         attrs = {**labels(tenant, collection), "error_type": type(exc).__name__}
-        instruments.counters["flux_chroma_errors_total"].add(1, attrs)
+        instruments["flux_chroma_errors_total"].add(1, attrs)
 
 
 def record_receipt(receipt: Mapping[str, Any], tenant: object, collection: object = None) -> None:
@@ -146,8 +135,6 @@ def span(name: str, tenant: object, collection: object = None, **numbers: int | 
 
     Args:
         name: A constant span name (``flux_chroma.task``, ...).
-        tenant: The tenant (attribute ``flux_chroma.tenant``).
-        collection: The collection name (attribute ``flux_chroma.collection``).
         **numbers: Integer attributes (``batch=3``), or ``task=`` the task's function name.
 
     Yields:

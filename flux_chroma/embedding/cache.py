@@ -1,9 +1,7 @@
-"""A host-wide, process-safe embedding cache on diskcache (SQLite).
+"""A host-wide, process-safe embedding cache on diskcache (SQLite), shared by every worker.
 
-Every worker process on a host opens the same folder; SQLite serialises writers. Keys are
-``f"{namespace}:{sha256(text)}"``, the namespace being
-:func:`~flux_chroma.embedding.identity.cache_namespace` (name, whole config and fingerprint),
-so two embedding functions never share vectors. Values are raw bytes, never pickles::
+Keys are ``f"{namespace}:{sha256(text)}"`` (namespace:
+:func:`~flux_chroma.embedding.identity.cache_namespace`). Values are raw bytes, never pickles::
 
     b"FCE2" | dimension (uint32 LE) | tokens (uint32 LE) | check (16 bytes) | float32 LE payload
 
@@ -51,9 +49,8 @@ _REOPEN_AFTER = 30.0  # seconds without cache after a failed open
 def default_cache_dir() -> Path:
     """Return the cache folder used when none is given.
 
-    Returns:
-        ``$FLUX_CHROMA_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/flux-chroma/embeddings``,
-        else ``~/.cache/flux-chroma/embeddings``.
+    ``$FLUX_CHROMA_CACHE_DIR``, else ``$XDG_CACHE_HOME/flux-chroma/embeddings``, else
+    ``~/.cache/flux-chroma/embeddings``.
     """
     env = os.environ.get(CACHE_DIR_ENV, "").strip()
     if env:
@@ -135,8 +132,7 @@ class EmbeddingCache:
         directory: Cache folder; default from :func:`default_cache_dir`.
         size_limit: Bytes before least-recently-used entries are evicted (default 2 GiB).
 
-    A cache that cannot be opened logs a warning and behaves as empty; opening is retried 30 s
-    later.
+    A cache that cannot be opened logs a warning and behaves as empty for 30 s.
     """
 
     def __init__(
@@ -214,15 +210,11 @@ class EmbeddingCache:
                 "embedding cache %s read failed, treated as misses (%s)", self.directory, exc
             )
             return result
-        for i, (key, value) in enumerate(zip(keys, raw, strict=True)):
-            entry = decode_full(key, value, dimension) if value is not None else None
-            if entry is None:
-                self.stats.misses += 1
-                if value is not None:
-                    self.stats.rejected += 1
-            else:
-                self.stats.hits += 1
-                result[i] = entry
+        result = [decode_full(key, value, dimension) for key, value in zip(keys, raw, strict=True)]
+        hits = sum(entry is not None for entry in result)
+        self.stats.hits += hits
+        self.stats.misses += len(texts) - hits
+        self.stats.rejected += sum(value is not None for value in raw) - hits
         return result
 
     def set_many(
@@ -232,13 +224,7 @@ class EmbeddingCache:
         vectors: Sequence[npt.ArrayLike] | npt.NDArray[Any],
         tokens: Sequence[int | None] | None = None,
     ) -> None:
-        """Store vectors (overwriting any entry, valid or not), in one transaction.
-
-        Args:
-            namespace: The embedding function's cache namespace.
-            texts: The texts.
-            vectors: One vector per text (a 2-D array or a list of 1-D arrays).
-            tokens: Optional token count per text (before truncation).
+        """Store one vector (and optional token count) per text, overwriting, in one transaction.
 
         Raises:
             ValueError: ``texts``, ``vectors`` and ``tokens`` differ in length.

@@ -77,22 +77,15 @@ def _within_busy_timeout(sql: Any) -> Any:
 
 @retry_cache_statements(_within_busy_timeout)
 class BoundedCache(diskcache.Cache):  # type: ignore[misc]
-    """diskcache's ``Cache`` giving up on a busy database after :data:`BUSY_TIMEOUT` (not 60 s),
-    with lock-free batch reads.
+    """diskcache's ``Cache`` giving up on a busy database after :data:`BUSY_TIMEOUT`, not 60 s.
 
     diskcache's LRU ``get`` reads inside a write transaction, so concurrent readers queue for the
     write lock and lose whole batches to misses. :meth:`read_many` uses plain SELECTs (WAL mode:
-    readers never wait) and :meth:`touch` updates access times only if the write lock is free:
-    under contention the LRU order is approximate, never the hits.
+    readers never wait) and :meth:`touch` updates access times only if the write lock is free.
     """
 
     def read_many(self, keys: Sequence[str]) -> tuple[list[Any], list[int]]:
-        """Read the values of ``str`` keys without the write lock.
-
-        Returns:
-            The value per key, in order (``None`` if absent or expired, else what
-            :class:`SafeDisk` returns), and the row ids of the rows found.
-        """
+        """Read ``str`` keys without the write lock: values (``None``: absent) and found row ids."""
         found: dict[str, tuple[int, Any]] = {}
         now = time.time()
         for begin in range(0, len(keys), _SELECT_CHUNK):

@@ -70,8 +70,7 @@ class CachingEmbedder:
     Args:
         ef: Any Chroma embedding function (called with a list of strings).
         cache: Optional host-wide :class:`EmbeddingCache`, used only when ``ef`` states its
-            whole identity (``name()`` and a ``get_config()`` dict; otherwise a warning says
-            once that it is not cached, as it could be served another configuration's vectors).
+            whole identity (``name()`` and a ``get_config()`` dict; else a warning says so).
         digest: The fingerprint digest in the cache namespace: pass the collection pin's
             (after checking it with ``fingerprints_match``) so every worker shares one
             namespace. Default: the digest of ``compute_fingerprint(ef)``.
@@ -162,12 +161,8 @@ class CachingEmbedder:
         """
         items = self._check_texts(texts)
         namespace, dim = self._namespace()
-        first: dict[str, int] = {}
-        unique: list[str] = []
-        for text in items:
-            if text not in first:
-                first[text] = len(unique)
-                unique.append(text)
+        unique = list(dict.fromkeys(items))
+        first = {text: u for u, text in enumerate(unique)}
         found, counts = self._lookup(namespace, dim, unique)
         todo = [u for u, vector in enumerate(found) if vector is None]
         # Token counts come from the cache for hits; the tokenizer runs only for the rest.

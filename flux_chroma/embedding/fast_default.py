@@ -52,13 +52,7 @@ __all__ = [
 
 
 def local_model_dir(ef: Any) -> Path | None:
-    """Return the folder a local all-MiniLM-L6-v2 embedding function reads its model from.
-
-    Returns:
-        The folder for :class:`FastDefaultEmbedding` (its first usable candidate, else its
-        first), Chroma's ``ONNXMiniLM_L6_V2`` (its ``DOWNLOAD_PATH``, instance attribute
-        included) and ``DefaultEmbeddingFunction``; None for any other function.
-    """
+    """Return the model folder of a local all-MiniLM-L6-v2 embedding function, else None."""
     if isinstance(ef, FastDefaultEmbedding):
         try:
             return ef.ensure_available()
@@ -77,11 +71,10 @@ def local_model_dir(ef: Any) -> Path | None:
 
 
 def ensure_model_available(ef: Any) -> None:
-    """Fail fast, before any call, when a local ONNX model's files are missing.
+    """Fail fast when a local ONNX model's files are missing (other functions pass unchecked).
 
-    Chroma's default / ``ONNXMiniLM_L6_V2`` download missing files on first use; offline that is
-    an ``httpx.ConnectError``, which looks transient and is retried forever. Other functions
-    pass unchecked.
+    Chroma's default downloads missing files on first use; offline that is an
+    ``httpx.ConnectError``, which looks transient and is retried forever.
 
     Raises:
         ModelNotAvailableError: A checked function's model files are missing (permanent).
@@ -118,8 +111,8 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
     """Chroma's default embedding (all-MiniLM-L6-v2, 384 dims), loaded once and batched.
 
     Args:
-        model_dir: Folder holding the model files. When given, only this folder is used.
-            Default: ``$FLUX_CHROMA_MODEL_DIR`` if set, then Chroma's model cache.
+        model_dir: Folder holding the model files. Default: ``$FLUX_CHROMA_MODEL_DIR`` if set,
+            else Chroma's model cache.
         batch_size: Most texts per ONNX run; runs of long texts hold fewer (4 texts of 256
             tokens, 16 of 128), so peak memory does not follow ``batch_size``.
         threads: Intra-op threads of the ONNX session. Default: ``$FLUX_CHROMA_EMBED_THREADS``
@@ -175,8 +168,7 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
         """Check that the model files exist, without loading them; return the folder to use.
 
         Raises:
-            ModelNotAvailableError: No candidate folder holds ``model.onnx`` and
-                ``tokenizer.json``; the message lists every folder looked in.
+            ModelNotAvailableError: ``model.onnx`` or ``tokenizer.json`` is missing.
         """
         if self._resolved is not None and not missing_files(self._resolved, REQUIRED_FILES):
             return self._resolved
@@ -202,7 +194,7 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
         """Embed texts into L2-normalised float32 rows, shape ``(len(texts), 384)``, input order.
 
         Raises:
-            ConfigurationError: ``$FLUX_CHROMA_EMBED_THREADS`` is set but not a valid count.
+            ConfigurationError: ``$FLUX_CHROMA_EMBED_THREADS`` is not a valid count.
             ModelNotAvailableError: The model files are missing or unreadable.
             TypeError: An item is not a string.
         """

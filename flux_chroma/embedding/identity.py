@@ -1,20 +1,13 @@
-"""Embedding-function identity and behavioural fingerprint: they pin collections and name
-embedding-cache entries.
+"""Embedding-function identity and behavioural fingerprint, which pin collections and key the cache.
 
-:func:`ef_identity` is what Chroma persists (``name()``, ``get_config()``); it cannot tell two
-models apart behind one name, so a collection is also pinned to a :class:`Fingerprint` of the
-function's vectors for the fixed :data:`CANARY_TEXTS`. The canaries are short, so two functions
-differing only on long texts (truncation) share a fingerprint: cache entries are keyed by
-:func:`cache_namespace` (name, whole config and fingerprint digest), and a function without a
-usable ``get_config()`` is never cached.
+:func:`ef_identity` (Chroma's ``name()``, ``get_config()``) cannot tell two models apart behind
+one name, so a collection is also pinned to a :class:`Fingerprint` of the vectors of the fixed
+:data:`CANARY_TEXTS`. Those are short (functions differing only in truncation share a
+fingerprint), so cache entries are keyed by :func:`cache_namespace`: name, config and digest.
 
-Fingerprint: ``probe`` is 64 fixed pseudo-random +/-1 projections (signs from SHA-256, the same
-on every platform) of the concatenated canary vectors over sqrt(total length), 6 decimals;
-``digest`` is 16 hex chars of SHA-256 over the dimension and the probes at 2 decimals.
-:func:`fingerprints_match` is the authority (every probe within 1e-3): implementations of one
+:func:`fingerprints_match` (every probe within 1e-3) is the authority: implementations of one
 model differ by ~1e-7, another model (or an int8 copy) by >= 1e-2. Never compare digests for
-pinning: rarely (~1e-3) two equivalent implementations straddle a rounding boundary, which only
-splits the cache.
+pinning: rarely (~1e-3) equivalent implementations straddle a rounding boundary of the digest.
 """
 
 from __future__ import annotations
@@ -72,10 +65,6 @@ _PROBE_DECIMALS = 6
 _SIGN_BYTES: dict[int, npt.NDArray[np.float64]] = {}
 
 
-def _json_safe(value: Any) -> Any:
-    return json.loads(json.dumps(value, sort_keys=True, default=str))
-
-
 def _stated_name(ef: Any) -> str | None:
     """``ef.name()`` when it is a non-empty string, else None (a legacy function)."""
     getter = getattr(ef, "name", None)
@@ -98,17 +87,14 @@ def _stated_config(ef: Any) -> dict[str, Any] | None:
         config = get_config()
         if not isinstance(config, dict):
             return None
-        safe = _json_safe(config)
+        safe = json.loads(json.dumps(config, sort_keys=True, default=str))
     except Exception:  # noqa: BLE001 - any EF, any failure: no config
         return None
     return safe if isinstance(safe, dict) else None
 
 
 def ef_identity(ef: Any) -> dict[str, Any]:
-    """Return the identity Chroma persists for an embedding function.
-
-    Args:
-        ef: Any embedding function (Chroma 1.x style or legacy, even a plain callable).
+    """Return the identity Chroma persists for any embedding function (even a plain callable).
 
     Returns:
         ``{"name": str, "config": dict}``, config JSON-safe (other values become strings). A
@@ -133,18 +119,12 @@ def uncacheable_reason(ef: Any) -> str | None:
 
 
 def cache_namespace(ef: Any, digest: str) -> str | None:
-    """Return the embedding-cache namespace of ``ef``: name, whole config and fingerprint.
-
-    The class is left out, so Chroma's default function and
-    :class:`~flux_chroma.embedding.FastDefaultEmbedding` share their vectors.
-
-    Args:
-        ef: An embedding function.
-        digest: Its fingerprint digest (a collection's pinned digest).
+    """Return the embedding-cache namespace of ``ef`` and its fingerprint ``digest``.
 
     Returns:
-        ``"ns2-"`` and 32 hex chars of SHA-256 over the canonical JSON of name, config and
-        digest; None when ``ef`` has no ``name()`` or no usable ``get_config()`` (never cached).
+        ``"ns2-"`` and 32 hex chars of SHA-256 over name, config and digest (not the class, so
+        Chroma's default and ``FastDefaultEmbedding`` share vectors); None when ``ef`` has no
+        ``name()`` or no usable ``get_config()`` (never cached).
     """
     name, config = _stated_name(ef), _stated_config(ef)
     if name is None or config is None:
@@ -163,9 +143,10 @@ class Fingerprint:
     """What an embedding function does to the canary texts.
 
     Attributes:
-        digest: 16 hex chars; part of the embedding-cache namespace. Not for pin checks.
+        digest: 16 hex chars of SHA-256 over dimension and probes at 2 decimals (cache only).
         dimension: Vector length.
-        probe: 64 projections of the canary vectors (6 decimals); compared with tolerance.
+        probe: 64 fixed +/-1 projections (signs from SHA-256, the same on every platform) of
+            the concatenated canary vectors over sqrt(their length), 6 decimals.
     """
 
     digest: str
@@ -241,10 +222,7 @@ def _signs(length: int) -> npt.NDArray[np.float64]:
 
 
 def fingerprint_from_vectors(vectors: npt.ArrayLike) -> Fingerprint:
-    """Build a fingerprint from the canary vectors.
-
-    Args:
-        vectors: Array of shape ``(len(CANARY_TEXTS), dimension)``.
+    """Build a fingerprint from the canary vectors, shape ``(len(CANARY_TEXTS), dimension)``.
 
     Raises:
         InvalidDocumentError: The vectors are not a finite 2-D array of that shape.
@@ -293,14 +271,9 @@ def _cache_key(ef: Any) -> str | None:
 def compute_fingerprint(ef: Any, *, use_cache: bool = True) -> Fingerprint:
     """Embed the canary texts with ``ef`` and fingerprint the result.
 
-    Memoised per process by class, identity and model folder (not for functions without
-    ``name()`` or a usable ``get_config()``); for local model files also persisted on this host
-    (:func:`model_files_key`), so a later process checks a pin without loading the model.
-
-    Args:
-        ef: A Chroma embedding function (anything callable on a list of strings).
-        use_cache: Reuse a fingerprint computed earlier in this process or persisted on this
-            host for the same model files.
+    With ``use_cache``, memoised per process by class, identity and model folder (not for
+    functions without ``name()`` or a usable ``get_config()``) and, for local model files,
+    persisted on this host (:func:`model_files_key`) so a pin check needs no model load.
 
     Raises:
         ModelNotAvailableError: The model files of a local ONNX function are missing.

@@ -61,12 +61,9 @@ _LOCK = threading.Lock()
 
 
 def validate_threads(value: object, source: str, *, text: bool = False) -> int:
-    """Return ``value`` as a thread count (1 to :data:`MAX_THREADS`).
+    """Return ``value`` (an int, or with ``text`` a decimal string) as a thread count.
 
-    Args:
-        value: An int (or, with ``text``, its decimal text as read from the environment).
-        source: What set it, for the message (``"threads="``, ``"FLUX_CHROMA_EMBED_THREADS"``).
-        text: Accept a decimal string.
+    ``source`` names what set it in the message (``"threads="``, the variable's name).
 
     Raises:
         ConfigurationError: Not a whole number from 1 to :data:`MAX_THREADS`.
