@@ -142,10 +142,6 @@ def contains(probe: Probe, document: str | None, folded: str | None = None) -> b
     return probe.folded in (fold(document) if folded is None else folded)
 
 
-def _words(text: str) -> list[str]:
-    return [t.strip(_TRIM) for t in _TOKEN.findall(text)]
-
-
 def _is_identifier(token: str) -> bool:
     if len(token) < 2:
         return False
@@ -187,7 +183,7 @@ def probes(question: str, *, limit: int = MAX_PROBES, fill: int | None = None) -
         quoted = " ".join(next(g for g in match.groups() if g).split())
         if quoted:
             add(quoted, phrase_regex(quoted), 2.0, "quoted")
-    words = _words(question)
+    words = [t.strip(_TRIM) for t in _TOKEN.findall(question)]
     content = [w for w in words if w and w.lower() not in _STOPWORDS]
     phrase = " ".join(question.split()).strip(" " + _TRIM)
     if len(words) >= 3 and len(content) >= 2 and len(phrase) <= MAX_PHRASE:

@@ -170,10 +170,6 @@ class _Search:
         return [by_id[rid] for rid in order], len(lists[0]) >= n
 
 
-def _fetch_size(k: int, distinct: bool) -> int:
-    return min(_MAX_FETCH, max(3 * k, k + 10) if distinct else k)
-
-
 def query_collection(
     target: Target,
     questions: list[str],
@@ -220,7 +216,7 @@ def query_collection(
             ThreadPoolExecutor(max_workers=2, thread_name_prefix="fc-rank") as rank_pool,
         ):
             # The full-text requests need no vector: they run while the questions are embedded.
-            n = _fetch_size(k, distinct)
+            n = min(_MAX_FETCH, max(3 * k, k + 10) if distinct else k)  # distinct: more candidates
             found = [hybrid.probes(q, limit=hybrid.MAX_PROBES) for q in questions] if mode == "hybrid" else []
             sent: list[Future[dict[str, str]] | None] = [None] * len(questions)
             for index, probed in enumerate(found):  # the full-text requests go out first

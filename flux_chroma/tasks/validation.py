@@ -32,7 +32,6 @@ RESERVED_PREFIX = "fc_"
 MAX_ID_LENGTH = 1024
 _INT_LIMIT = 2**63
 _DOC_KEYS = frozenset({"id", "text", "metadata"})
-_SCALARS = (str, int, float, bool)
 _FIELD_OPS = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$contains", "$not_contains"})
 _DOC_OPS = frozenset({"$contains", "$not_contains", "$regex", "$not_regex"})
 
