@@ -43,7 +43,7 @@ def public_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def citation(record_id: str, metadata: dict[str, Any] | None) -> dict[str, Any]:
-    """Where a stored chunk comes from, from its metadata (``{}`` for records not ingested from files).
+    """Where a stored chunk comes from, from its metadata (``{}`` for records not from files).
 
     Args:
         record_id: The record id; an ingested chunk's id is ``<document id>#<n>:<hash>``.
@@ -215,9 +215,10 @@ def query_collection(
             ThreadPoolExecutor(max_workers=hybrid.MAX_PROBES, thread_name_prefix="fc-text") as text_pool,
             ThreadPoolExecutor(max_workers=2, thread_name_prefix="fc-rank") as rank_pool,
         ):
-            # The full-text requests need no vector: they run while the questions are embedded.
             n = min(_MAX_FETCH, max(3 * k, k + 10) if distinct else k)  # distinct: more candidates
-            found = [hybrid.probes(q, limit=hybrid.MAX_PROBES) for q in questions] if mode == "hybrid" else []
+            # The full-text requests need no vector: they run while the questions are embedded.
+            early = mode == "hybrid"
+            found = [hybrid.probes(q, limit=hybrid.MAX_PROBES) for q in questions] if early else []
             sent: list[Future[dict[str, str]] | None] = [None] * len(questions)
             for index, probed in enumerate(found):  # the full-text requests go out first
                 sent[index] = text_pool.submit(search.matches, probed)

@@ -169,7 +169,8 @@ class ChromaTask(task):
 
     def _flux_options(self) -> dict[str, Any]:
         kept = {name: getattr(self, name) for name in _KEPT_FLUX_OPTIONS}
-        kept["secret_requests"] = [s for s in self.secret_requests if s != self.options.token_secret]
+        token_secret = self.options.token_secret
+        kept["secret_requests"] = [s for s in self.secret_requests if s != token_secret]
         return kept
 
     def _with_options(self, **kwargs: Any) -> ChromaTask:  # type: ignore[override]
