@@ -1,15 +1,10 @@
 """Chunking options, the character chunker, and deterministic chunk ids.
 
-:class:`ChunkingOptions` says how a job cuts documents: by default in the pinned model's own
-tokens with a structure-aware splitter (:mod:`flux_chroma.ingest.splitter`); with
-``unit="chars"``, by :func:`split_text`: chunks of at most ``size`` characters on word
-boundaries (whitespace), with about ``overlap`` characters of trailing context repeated at
-the start of the next chunk, a word longer than ``size`` hard-split. Only the text and the
-options decide the cut: the same text gives the same chunks on every run and machine.
+By default a job cuts documents in the pinned model's tokens (:mod:`flux_chroma.ingest.splitter`);
+``unit="chars"`` uses :func:`split_text`. Only the text and the options decide the cut.
 
-A chunk id is ``{doc_id}#{index}:{sha256(text)[:12]}``: the document id, the chunk's position
-in its document and a digest of its text. Editing a chunk changes its id (the old one is
-removed by cleanup); an unchanged chunk keeps its id, so a re-run skips it.
+A chunk id is ``{doc_id}#{index}:{sha256(text)[:12]}``: editing a chunk changes its id (cleanup
+removes the old one); an unchanged chunk keeps its id, so a re-run skips it.
 """
 
 from __future__ import annotations
@@ -48,15 +43,11 @@ class ChunkingOptions:
 
     Args:
         size: Maximum chunk length in ``unit`` (default: :data:`DEFAULT_TOKENS` tokens, or
-            1,000 characters). In tokens it may not exceed what the model reads (254 tokens
-            of text for the default model: 256 minus ``[CLS]`` and ``[SEP]``).
-        overlap: Trailing context repeated at the start of the next chunk, in ``unit``
+            1,000 characters). In tokens, at most what the model reads (254 for the default).
+        overlap: Context repeated at the start of the next chunk, in ``unit``
             (0 <= overlap < size / 2; default 0 tokens, or 100 characters).
-        unit: ``"tokens"`` (default: the pinned model's own tokens, structure-aware
-            splitting) or ``"chars"`` (flux-chroma's original word-boundary chunker).
-
-    Raises:
-        ConfigurationError: Out-of-range values.
+        unit: ``"tokens"`` (the pinned model's, structure-aware splitting) or ``"chars"``
+            (flux-chroma's original word-boundary chunker).
     """
 
     size: int | None = None
@@ -134,16 +125,8 @@ def split_spans(text: str, size: int, overlap: int) -> list[tuple[int, int]]:
 def split_text(text: str, options: ChunkingOptions) -> list[str]:
     """Cut ``text`` into chunks of at most ``options.size`` characters on word boundaries.
 
-    This is the ``unit="chars"`` chunker; with ``unit="tokens"`` the job uses
-    :class:`~flux_chroma.ingest.splitter.Chunker`. Sizes here are always characters.
-
-    Args:
-        text: The document text.
-        options: Size and overlap (characters).
-
-    Returns:
-        The chunks in order; each is a slice of ``text`` that starts and ends on a word (inner
-        whitespace is kept). Whitespace-only text gives no chunks.
+    The ``unit="chars"`` chunker (sizes are always characters here). Each chunk is a slice
+    of ``text`` starting and ending on a word; a word longer than ``size`` is hard-split.
 
     Example:
         >>> split_text("one two three four", ChunkingOptions(size=16, overlap=5, unit="chars"))

@@ -1,20 +1,12 @@
 """Which records a job's sources own, and cleanup of their stale chunks.
 
-Every chunk a job writes carries its source's id (``fc_source``) and location (``fc_loc``:
-the folder, file or loader it was read from). A source owns exactly the records whose id AND
-location are its own: :func:`claim_sources` (run before any write) refuses a job whose source
-id already holds records from another location (:class:`SourceConflictError`), unless that
-source opted in with ``relocate``, which moves those records to the new location.
-
-Cleanup runs only after every batch of a job has committed, in the job's tenant collection,
-and only on records whose ``fc_source`` and ``fc_loc`` are one of the job's sources'.
-Records written by other jobs or by ``embed_and_add`` are never touched, whatever the ids
-say. Modes follow LangChain's indexing API:
-
-* ``incremental``: delete chunks of the documents seen in this job that are no longer
-  produced (an edited document's old chunks).
-* ``full``: also delete chunks of documents that disappeared from the job's sources (a
-  deleted file, a removed JSONL record).
+Every chunk a job writes carries its source's id (``fc_source``) and location (``fc_loc``).
+A source owns exactly the records whose id AND location are its own: :func:`claim_sources`
+(before any write) refuses a source id that holds records from another location, unless the
+source opts in with ``relocate``. Cleanup runs only after every batch committed and only on
+the job's sources' records (never other jobs' or ``embed_and_add``'s). Modes follow LangChain's
+indexing API: ``incremental`` deletes stale chunks of the documents seen in this job (an edited
+document's old chunks); ``full`` also those of documents gone from the sources.
 """
 
 from __future__ import annotations
@@ -98,13 +90,11 @@ def _relocate(resolved: Resolved, src: dict[str, Any], page: int) -> int:
 def claim_sources(target: Target, job: IngestJob, *, ef: Any = None, adopt: bool = False, page: int = 1000) -> dict[str, int]:
     """Check, before any write, that each source's id holds no records of another location.
 
-    A source with ``relocate: true`` takes such records over instead (their ``fc_loc`` is
-    set to its location; documents, vectors and other metadata are untouched), so its
-    batches skip what is unchanged and its cleanup removes what the new location lacks.
+    A source with ``relocate: true`` takes such records over instead (only their ``fc_loc``
+    changes), so its batches skip what is unchanged and its cleanup removes what it lacks.
 
     Args:
         target: The job's (alias-resolved) collection; a missing collection holds nothing.
-        job: The job.
         ef: Configured embedding function (only for the pin check).
         adopt: Adopt an unpinned collection.
         page: Records relocated per request.
@@ -158,10 +148,9 @@ def cleanup_stale(target: Target, job: IngestJob, expected_digest: str | None, *
     """Delete the job's stale chunks from its collection (idempotent).
 
     Args:
-        target: The job's (alias-resolved) collection.
         job: The job; its sources are re-read to know which chunks are live.
-        expected_digest: The plan digest the batches were written from; cleanup refuses to
-            delete anything when the sources changed since (``None`` skips the check).
+        expected_digest: The plan digest the batches were written from; nothing is deleted
+            when the sources changed since (``None`` skips the check).
         ef: Configured embedding function (only for the pin check).
         page: Ids fetched/deleted per request (keep it <= the server's max batch size).
 

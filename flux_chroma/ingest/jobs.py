@@ -1,23 +1,16 @@
 """Submitting durable jobs inline: deterministic execution ids, resume, and re-runs.
 
-A job key (explicit, or a digest of the spec) gives a family of execution ids
-``fc-<kind>-<tenant>-<digest>-r<run>``. Submitting a job looks at the latest run:
+A job key gives a family of execution ids ``fc-<kind>-<tenant>-<digest>-r<run>``. Submitting
+looks at the latest run: none yet, run 1 is created and SAVED before anything runs (a crash in
+the first task is resumable); ``CREATED``/``RUNNING`` (its process died) is resumed by id, never
+twinned; ``FAILED``/``CANCELLED`` (Flux cannot resume those) start run ``n+1`` with a copy of
+run ``n``'s completed task events, so exactly the batches whose content digest is unchanged
+replay; ``COMPLETED`` starts a fresh run (an incremental sync: replaying would silently do
+nothing after the collection was wiped).
 
-* none yet: run 1 is created and SAVED before anything runs, so a crash inside the very
-  first task still leaves an execution to resume;
-* ``CREATED``/``RUNNING`` (its process died): it is resumed by id, so re-submitting never
-  starts a twin; completed tasks replay from Flux's log and the interrupted one runs again;
-* ``FAILED``/``CANCELLED``: Flux cannot resume those, so run ``n+1`` starts with a copy of
-  the completed task events of run ``n``. Flux task ids are digests of the task name and
-  its arguments, and batch arguments carry their content digest, so exactly the batches
-  whose content is unchanged replay (no embedding, no request); the rest run again;
-* ``COMPLETED``: a new run starts from scratch (an incremental sync: unchanged chunks are
-  skipped after asking the server). Replaying a completed run would silently do nothing
-  after the collection was wiped.
-
-One process per job at a time on a host: a lock file under Flux's home refuses a second
-submitter while the first is alive (the lock dies with its process, even on SIGKILL).
-Submitters on different hosts sharing one Flux database are not serialized.
+One process per job at a time on a host: a lock file under Flux's home (released with its
+process, even on SIGKILL). Submitters on different hosts sharing one Flux database are not
+serialized.
 """
 
 from __future__ import annotations
@@ -100,14 +93,8 @@ def _replayable_events(previous: ExecutionContext[Any]) -> list[Any]:
 
 
 def committed_work(events: list[Any]) -> dict[str, int | None]:
-    """What an execution's event log already holds: committed ingestion batches and chunks.
-
-    Args:
-        events: The execution's events (or the ones copied into a re-run).
-
-    Returns:
-        ``{"committed": batches, "committed_chunks": chunks, "batches": planned total or None}``.
-    """
+    """What an event log already holds: ``{"committed": batches, "committed_chunks": chunks,
+    "batches": planned total or None}``."""
     done = [(str(e.name), _stored(e.value)) for e in events if e.type == ExecutionEventType.TASK_COMPLETED]
     batches = [value for name, value in done if name.startswith("ingest_batch")]
     plans = [value for name, value in done if name.startswith("plan_ingest") and "batches" in value]
@@ -147,13 +134,9 @@ def run_durable(
     """Run, resume or re-run the job family ``base`` inline and return its execution.
 
     Args:
-        wf: The Flux workflow.
-        input: Its input (small, JSON-able).
+        input: The workflow's input (small, JSON-able).
         base: Execution-id prefix from :func:`execution_base`.
         on_progress: Called with each progress value the tasks emit.
-
-    Returns:
-        The finished (or failed) execution context; ``ctx.execution_id`` names the run.
 
     Raises:
         JobBusyError: The job is running in another process on this host.

@@ -1,22 +1,12 @@
 """Token-exact, structure-aware chunking with citation offsets and heading paths.
 
-:class:`Chunker` cuts a document with `semantic-text-splitter
-<https://github.com/benbrandt/text-splitter>`_: Markdown (``.md`` files and every format a
-converter turns into Markdown) with its ``MarkdownSplitter`` (headings, paragraphs, lists,
-code blocks kept whole where they fit), anything else with its ``TextSplitter``
-(paragraphs, then sentences, then words). Sizes count the pinned model's own tokens
-(:mod:`flux_chroma.ingest.tokens`) and the capacity leaves room for the model's special
-tokens, so no chunk is longer than what the model reads, by construction.
-
-Each chunk is a :class:`Piece`: its text, its character offsets in the document
-(``text[start:end] == piece.text``) and the Markdown heading path in effect where it
-starts (``"Install > Offline"``), read with ``markdown-it-py`` (ATX and setext headings,
-never a ``#`` inside a code block).
-
-``unit="chars"`` keeps flux-chroma's original word-boundary chunker
-(:func:`~flux_chroma.ingest.chunking.split_text`). A model that declares no tokenizer
-falls back to structure-aware splitting by characters: :data:`FALLBACK_CHARS_PER_TOKEN`
-characters per token of ``size``.
+:class:`Chunker` cuts with `semantic-text-splitter <https://github.com/benbrandt/text-splitter>`_:
+Markdown (and every format converted to it) with its ``MarkdownSplitter``, anything else with
+its ``TextSplitter``. Sizes count the pinned model's own tokens (:mod:`flux_chroma.ingest.tokens`)
+minus its special tokens, so no chunk is longer than the model reads, by construction. Each
+:class:`Piece` has its character offsets and the Markdown heading path where it starts (read
+with ``markdown-it-py``: never a ``#`` inside a code block). A model that declares no tokenizer
+falls back to :data:`FALLBACK_CHARS_PER_TOKEN` characters per token of ``size``.
 """
 
 from __future__ import annotations
@@ -36,10 +26,9 @@ from flux_chroma.ingest.tokens import ModelTokens, tokens_for_spec
 __all__ = ["Piece", "Chunker", "chunker_for", "heading_paths", "is_markdown", "splitter_version", "FALLBACK_CHARS_PER_TOKEN", "MARKDOWN_FORMATS"]
 
 FALLBACK_CHARS_PER_TOKEN = 2
-"""Characters per token when a model declares no tokenizer. Measured on 1,883 1,000-character
-chunks of /usr/share/doc (``python -m bench.chunking --ratio``): median 3.47 characters per
-all-MiniLM-L6-v2 token, 1st percentile 1.90, least 1.11 (dense hex/tables): about 1% of such
-chunks can still exceed a model of the default's size; declare a tokenizer to be exact."""
+"""Characters per token when a model declares no tokenizer. Measured (``python -m bench.chunking
+--ratio``, 1,883 chunks of /usr/share/doc): median 3.47 per all-MiniLM-L6-v2 token, 1st
+percentile 1.90, least 1.11; about 1% of chunks can still exceed the model."""
 
 MARKDOWN_FORMATS = frozenset({"md", "markdown", "html", "htm", "xhtml", "pdf", "docx", "pptx", "xlsx", "epub"})
 """Formats split as Markdown (``fc_format``, last part: ``gz+md`` is ``md``); others as text."""
@@ -75,12 +64,8 @@ def is_markdown(metadata: dict[str, Any]) -> bool:
 
 
 def heading_paths(text: str) -> tuple[list[int], list[str]]:
-    """Where each Markdown heading starts and the heading path from there on.
-
-    Returns:
-        ``(offsets, paths)``: sorted character offsets of top-level headings and, for each,
-        the path of headings in effect from that offset (``"Guide > Install > Offline"``).
-    """
+    """``(offsets, paths)``: sorted character offsets of top-level Markdown headings and the
+    heading path in effect from each (``"Guide > Install > Offline"``)."""
     from markdown_it import MarkdownIt
 
     tokens = MarkdownIt("commonmark").parse(text)
@@ -162,15 +147,7 @@ class Chunker:
         return self._markdown, self._text
 
     def pieces(self, text: str, markdown: bool) -> list[Piece]:
-        """Cut one document.
-
-        Args:
-            text: The document text.
-            markdown: Split on Markdown structure (and record heading paths).
-
-        Returns:
-            The chunks in order; whitespace-only text gives none.
-        """
+        """Cut one document (on Markdown structure, with heading paths, when ``markdown``)."""
         key = (hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest(), markdown)
         with self._lock:
             cuts = self._cuts.get(key)

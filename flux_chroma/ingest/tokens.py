@@ -1,21 +1,12 @@
-"""The pinned embedding model's tokenizer and token limit, for sizing chunks.
+"""A model's tokenizer and token limit, for sizing chunks in the model's own tokens.
 
-Chunks are measured in the model's own tokens so that no chunk is longer than what the
-model reads. Where the tokenizer comes from:
-
-* the default model (no ``embedding_function`` in the job, or ``"default"``): the
-  ``tokenizer.json`` of the all-MiniLM-L6-v2 folder (``$FLUX_CHROMA_MODEL_DIR`` first,
-  then Chroma's download folder), with its 256-token limit;
-* any other embedding function that declares them (duck typing): a ``tokenizer()`` method
-  returning a :class:`tokenizers.Tokenizer`, and ``max_tokens`` (an int, or a method
-  returning one) counting special tokens;
-* anything else declares nothing: :func:`tokens_for_spec` returns ``None`` and the chunker
-  falls back to characters (see :mod:`flux_chroma.ingest.splitter`).
-
-The tokenizer is copied with truncation and padding turned off, so a count is the full
-length of a text, and :attr:`ModelTokens.specials` (``[CLS]`` and ``[SEP]`` for BERT
-models) is subtracted from the limit: a chunk of :attr:`ModelTokens.capacity` tokens plus
-the special tokens is exactly what the model reads.
+The default model's comes from the ``tokenizer.json`` of its folder (``$FLUX_CHROMA_MODEL_DIR``
+first, then Chroma's download folder; 256 tokens). Any other embedding function may declare a
+``tokenizer()`` method (a :class:`tokenizers.Tokenizer`) and ``max_tokens`` (an int or a method
+returning one, special tokens included); one that declares nothing gets ``None`` and the chunker
+falls back to characters. The tokenizer is copied without truncation or padding, and
+:attr:`ModelTokens.specials` is subtracted from the limit: a chunk of
+:attr:`ModelTokens.capacity` tokens plus the special ones is exactly what the model reads.
 """
 
 from __future__ import annotations
@@ -130,16 +121,9 @@ def default_model_tokens() -> ModelTokens:
 
 
 def tokens_of(embedding_function: Any) -> ModelTokens | None:
-    """What an embedding function declares about its tokens, or ``None`` when nothing.
+    """What an embedding function declares (``tokenizer()``, ``max_tokens``), or ``None``.
 
-    Args:
-        embedding_function: Any embedding function. It declares its tokens with a
-            ``tokenizer()`` method (a :class:`tokenizers.Tokenizer`) and ``max_tokens`` (an
-            int or a method returning one). Chroma's default model and flux-chroma's fast
-            build of it are recognised by name.
-
-    Returns:
-        The model's tokens, or ``None`` (the chunker then falls back to characters).
+    Chroma's default model and flux-chroma's fast build of it are recognised by name.
 
     Raises:
         ModelNotAvailableError: The default model's tokenizer file is missing.
@@ -171,9 +155,8 @@ def _name(embedding_function: Any) -> str:
 def tokens_for_spec(spec: dict[str, Any] | None) -> ModelTokens | None:
     """The tokens of the model a job's ``embedding_function`` spec names.
 
-    ``None`` and ``{"name": "default"}`` are the default model (read from its
-    ``tokenizer.json``, nothing else is built); another name is built from chromadb's
-    registry and asked with :func:`tokens_of`.
+    The default model's are read from its ``tokenizer.json`` (nothing is built); another
+    function is built from chromadb's registry and asked with :func:`tokens_of`.
 
     Raises:
         ModelNotAvailableError: The default model's tokenizer file is missing.
