@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import warnings
 from pathlib import Path
 from typing import Annotated
@@ -30,6 +29,7 @@ from flux_chroma.cli.support import (
     check_settings,
     check_tenant,
     cli_errors,
+    did_you_mean,
     json_option,
     plural,
     print_json,
@@ -97,8 +97,7 @@ def server(
             stderr.print(f"warning: {warning.message}", highlight=False, markup=False)
         info = {"url": chroma.url, "pid": chroma.pid, "path": str(chroma.path), "log": str(chroma.log_path)}
         if json_out:
-            sys.stdout.write(json.dumps(info) + "\n")
-            sys.stdout.flush()
+            print(json.dumps(info), flush=True)  # one line, as the docs promise
         else:
             stdout.print(
                 f"Chroma server {chroma.url} (pid {chroma.pid}) owns {chroma.path}\n"
@@ -251,12 +250,9 @@ def query(
                 path_prefix=path_prefix,
             )
         except CollectionNotFoundError as exc:
-            from flux_chroma.cli.support import did_you_mean
-
-            def names() -> list[str]:
-                return [c["name"] for c in run_read(list_collections, target)]
-
-            exc.cli_hint = did_you_mean(collection, str(tenant), names)  # type: ignore[attr-defined]
+            exc.cli_hint = did_you_mean(  # type: ignore[attr-defined]
+                collection, str(tenant), lambda: [c["name"] for c in run_read(list_collections, target)]
+            )
             raise
         if json_out:
             print_json({"tenant": tenant, "collection": collection, "question": text, "hits": hits})

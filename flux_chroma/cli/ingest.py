@@ -36,13 +36,8 @@ from flux_chroma.cli.support import (
 )
 
 __all__ = [
-    "sources_for",
-    "build_job",
-    "ProgressReporter",
-    "summary_line",
-    "skipped_lines",
-    "stop_on_signals",
-    "report_run",
+    "sources_for", "build_job", "ProgressReporter", "summary_line", "skipped_lines",
+    "stop_on_signals", "report_run",
 ]
 
 
@@ -383,11 +378,7 @@ def skipped_lines(report: dict[str, Any]) -> list[str]:
 
 
 def report_run(run: Any, json_out: bool) -> ExitCode:
-    """Print a finished ingestion (summary line or JSON), or raise its failure for the CLI.
-
-    Args:
-        run: The execution context :func:`~flux_chroma.ingest.run_ingest` returned.
-        json_out: Print the report as JSON.
+    """Print the report of a ``run_ingest`` run (summary line or JSON), or raise its failure.
 
     Returns:
         ``ExitCode.OK``, or ``ExitCode.FILES_SKIPPED`` when some files could not be read.

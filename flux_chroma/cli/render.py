@@ -137,9 +137,7 @@ def checks_table(checks: Sequence[Any], *, wide: bool = False) -> None:
     grid.add_column(no_wrap=True)
     grid.add_column()
     for check in checks:
-        line = Text()
-        line.append(f"{check.name}: ", style="bold")
-        line.append(check.detail)
+        line = Text.assemble((f"{check.name}: ", "bold"), check.detail)
         grid.add_row(Text(f"{check.status:<4}", style=STATUS_STYLE.get(check.status, "")), line)
     _print(grid, wide or not stdout.is_terminal)  # piped: one line per check
     counts = {s: sum(1 for c in checks if c.status == s) for s in ("ok", "warn", "fail", "skip")}
