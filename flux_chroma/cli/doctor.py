@@ -196,11 +196,7 @@ def _pin_check(collection: Any, label: str, model_ef: Any) -> Check:
 def check_pins(settings: ConnectionSettings, tenant: str | None, tenancy: str, model_ef: Any) -> list[Check]:
     """Check that each collection of ``tenant`` (None: the default database) has a matching pin.
 
-    Args:
-        settings: Where the server is.
-        tenant: The tenant, or None for every collection in Chroma's default database.
-        tenancy: ``prefix`` or ``database``.
-        model_ef: The loaded default embedding function (None when unavailable).
+    ``model_ef`` is the loaded default embedding function (None when unavailable).
     """
     from flux_chroma.chroma.connection import get_client
     from flux_chroma.chroma.naming import Namespace
@@ -241,7 +237,7 @@ def run_doctor(
         tenant: Check this tenant's collections (None: every collection of the default database).
         tenancy: ``prefix`` or ``database``.
         project: Folder scanned for PersistentClient use (None: skip the scan).
-        paths: Folders whose filesystem is checked.
+        paths: Folders whose filesystem is checked, by what they hold.
     """
     server_check, info = check_server(settings)
     checks = [server_check, *check_versions(info)]

@@ -72,12 +72,9 @@ def _worker_line(ran_on: str, execution: dict[str, Any], flux_url: str) -> Check
 def check_fleet(flux_url: str, *, timeout: float = 120.0) -> list[Check]:
     """Run the canary once per online worker of the Flux server at ``flux_url``.
 
-    Args:
-        flux_url: The Flux server (``http://host:port``).
-        timeout: Seconds to wait for the canaries before calling a worker stuck.
-
     Returns:
-        A ``flux`` line for the server, then one line per worker with its versions or error.
+        A ``flux`` line for the server, then one line per worker with its versions or error
+        (``fail`` for a canary not finished within ``timeout`` seconds).
     """
     with _client(flux_url) as client:
         try:

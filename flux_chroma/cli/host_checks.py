@@ -125,12 +125,7 @@ def check_persistent_client(project: Path) -> Check:
 def filesystem_type(path: Path, mounts: Iterable[str]) -> tuple[str, str]:
     """``(fstype, mount point)`` holding ``path`` or its nearest existing ancestor.
 
-    Args:
-        path: Any path.
-        mounts: Lines in ``/proc/mounts`` format (device, mount point, type, ...).
-
-    Returns:
-        ``("unknown", "")`` when no mount matches.
+    ``mounts`` are lines in ``/proc/mounts`` format; ``("unknown", "")`` when none matches.
     """
     probe = path.expanduser().absolute()
     while not probe.exists() and probe != probe.parent:
@@ -157,7 +152,7 @@ def check_filesystems(paths: dict[str, Path], mounts_file: Path = Path("/proc/mo
 
     Args:
         paths: ``{what: folder}``, e.g. ``{"embedding cache": Path(...)}``.
-        mounts_file: The mount table to read.
+        mounts_file: The mount table.
     """
     try:
         mounts = mounts_file.read_text(encoding="utf-8", errors="replace").splitlines()

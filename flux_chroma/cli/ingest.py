@@ -51,16 +51,11 @@ def sources_for(
 ) -> list[dict[str, Any]]:
     """Map command-line paths to ingestion sources.
 
-    A directory becomes a ``files`` source, a ``.jsonl`` file a ``jsonl`` source, any other
-    file a ``files`` source for that one file. Without ``source_ids`` each source gets the
-    library's default id (a name plus a digest of its absolute path).
-
-    Args:
-        paths: Files and directories.
-        globs: Patterns for directories (default: every format whose converter is installed).
-        source_ids: One id per path, in order (``--source-id``).
-        relocate: Let each source take over its id's records from another location.
-        excludes: Patterns of files under a directory to leave out (``--exclude``).
+    A directory becomes a ``files`` source (``globs`` default: every format whose converter
+    is installed), a ``.jsonl`` file a ``jsonl`` source, any other file a ``files`` source for
+    that one file. Without ``source_ids`` (one per path, in order) each source gets the
+    library's default id: a name plus a digest of its absolute path. ``relocate`` lets each
+    source take over its id's records from another location.
 
     Raises:
         CliError: A path does not exist, no file in a directory matches the globs, or the

@@ -60,12 +60,8 @@ def hits_table(
     """Print ranked hits as search results: a header line per hit, then its text.
 
     The header holds the rank, the distance, a readable name (``guide.md #3 > Install``) and
-    how many identical texts were folded into the hit.
-
-    Args:
-        hits: ``[{"id", "document", "metadata", "distance", "duplicates"?}, ...]``, best first.
-        title: A first line (cut to the width).
-        wide: Show the id, the whole text and the metadata, each on one line, however long.
+    how many identical texts were folded into the hit. ``wide`` shows the id, the whole text
+    and the metadata instead, each on one line however long.
     """
     if not hits:
         stdout.print(Text(f"{title}: no hits" if title else "no hits"))

@@ -191,15 +191,10 @@ def render(view: JobView, rate: float | None) -> list[str]:
 
 
 def watch_job(base: str, execution_id: str, interval: float = 1.0) -> ExitCode:
-    """Follow a job until it ends, printing its progress; return its outcome's exit code.
+    """Follow a job until it ends, reading every ``interval`` seconds; return its exit code.
 
     On a terminal the screen is redrawn in place; otherwise (a log) the first screen is
     printed, then only the lines that changed.
-
-    Args:
-        base: The Flux server URL.
-        execution_id: The job's execution id.
-        interval: Seconds between reads.
 
     Raises:
         CliError: Unknown execution id, or the server does not answer.
