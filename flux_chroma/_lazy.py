@@ -1,9 +1,7 @@
 """The one lazy loader of flux-chroma's packages (PEP 562 module ``__getattr__``).
 
-A package lists names from modules with heavy dependencies (chromadb, onnxruntime, numpy,
-diskcache) as module -> names; each is imported on first access. Type checkers see them through
-an ``if TYPE_CHECKING:`` block, which ``tests/test_import_cost.py`` checks against the mapping
-and ``__all__``.
+Type checkers see the lazy names through an ``if TYPE_CHECKING:`` block in each package, which
+``tests/test_import_cost.py`` checks against the mapping and ``__all__``.
 """
 
 from __future__ import annotations

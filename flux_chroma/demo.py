@@ -142,11 +142,7 @@ def run_demo(
 
 
 def main(question: str = QUESTION) -> int:
-    """Start a server, ingest, query, print the hits, stop the server (the quickstart).
-
-    Returns:
-        0 on success, 1 when a step failed (the reason goes to stderr).
-    """
+    """Run the quickstart and print the hits; return 0, or 1 when a step failed (see stderr)."""
 
     def announce(result: DemoResult) -> None:
         print(f"Chroma server {result.url} (pid {result.server_pid}) owns {result.data_dir}")

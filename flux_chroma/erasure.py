@@ -70,8 +70,7 @@ def _databases(settings: ConnectionSettings) -> list[str | None]:
 
 
 def _mine(namespace: Namespace, settings: ConnectionSettings) -> list[Any]:
-    found = _collections(settings, namespace.database)
-    return [c for c in found if namespace.owns(c.name)]
+    return [c for c in _collections(settings, namespace.database) if namespace.owns(c.name)]
 
 
 def _other_hashes(namespace: Namespace, settings: ConnectionSettings, wanted: set[str]) -> set[str]:

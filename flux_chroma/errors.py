@@ -155,12 +155,6 @@ class NotChromaServerError(ChromaRequestError):
 _TRANSIENT_STATUS = {408, 425, 429, 500, 502, 503, 504}
 
 
-def _http_status(exc: BaseException) -> int | None:
-    response = getattr(exc, "response", None)
-    status = getattr(response, "status_code", None)
-    return status if isinstance(status, int) else None
-
-
 def _refused_credentials(exc: BaseException, status: int | None) -> bool:
     """A 401/403 answer, seen as an HTTP status, a chromadb auth error or chromadb's bare
     ``Exception(response text)`` for error names it does not know (e.g. a proxy's 401)."""
@@ -205,7 +199,9 @@ def classify_chroma_error(exc: BaseException, *, action: str, url: str) -> FluxC
             f"Chroma server at {url} is unreachable during {action} ({detail}). "
             "Start it with `flux-chroma server --path DIR` or point FLUX_CHROMA_URL at it."
         )
-    status = _http_status(exc)
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    if not isinstance(status, int):
+        status = None
     if _refused_credentials(exc, status):
         # The server's text is left out on purpose: auth failure bodies may quote credentials.
         return ChromaRequestError(

@@ -36,7 +36,7 @@ DEFAULT_FLUX_HOME = ".flux"
 def quiet_flux_logs() -> None:
     """Default Flux's log level to WARNING and send its lines to stderr (``FLUX_LOG_LEVEL`` wins).
 
-    Called by entry points only, so ``--json`` output stays clean; library code never logs setup.
+    Called by entry points only (keeping ``--json`` output clean), never by library code.
     """
     asked = os.environ.get("FLUX_LOG_LEVEL", "").strip().upper()
     level = asked if asked in logging.getLevelNamesMapping() else "WARNING"

@@ -1,13 +1,11 @@
 """Spans and metrics through Flux's own observability (``flux.observability``), never a second stack.
 
-Flux's ``get_tracer`` / ``get_meter`` return ``None`` unless ``FLUX_OBSERVABILITY__ENABLED=true``;
-every function here stops there, so with observability off a task pays one call and one ``None``
-test (``bench/telemetry_cost.py``).
+With ``FLUX_OBSERVABILITY__ENABLED`` unset, Flux's ``get_tracer`` / ``get_meter`` return
+``None`` and every function here stops there (``bench/telemetry_cost.py``).
 
-What may appear is fixed here: constant span names; span attributes tenant, collection, the
-task's function name and integers; metric labels ``tenant``, ``collection`` (and
-``error_type``); errors by class name only (messages name document ids and sources). Never a
-document, a question, a metadata value, a record id or a credential.
+Only constant span names, the tenant, collection, task function name, integers and error class
+names (never messages) are recorded: never a document, question, metadata value, record id or
+credential.
 """
 
 from __future__ import annotations
@@ -138,8 +136,7 @@ def span(name: str, tenant: object, collection: object = None, **numbers: int | 
         **numbers: Integer attributes (``batch=3``), or ``task=`` the task's function name.
 
     Yields:
-        The span, or ``None`` when observability is off. An exception leaving the block marks
-        the span failed with its class name.
+        The span, or ``None`` when observability is off; an exception marks it failed.
     """
     from flux.observability import get_tracer
 

@@ -5,12 +5,10 @@ Keys are ``f"{namespace}:{sha256(text)}"`` (namespace:
 
     b"FCE2" | dimension (uint32 LE) | tokens (uint32 LE) | check (16 bytes) | float32 LE payload
 
-``tokens`` is the text's token count before truncation (``0xFFFFFFFF``: unknown), so a hit needs
-no tokenizer pass; older ``b"FCE1"`` entries (no count) are still read. ``check`` is SHA-256 over
-key, magic, dimension, count and payload: a flipped byte, truncation, a value under another key
-or a wrong dimension is a miss, never a wrong vector. It is not a MAC: whoever can write the
-folder can plant vectors, so it is created mode 0700. Any cache failure degrades to logged
-misses; the cache can never fail an embedding call.
+``tokens`` (before truncation; ``0xFFFFFFFF``: unknown) spares a hit the tokenizer; older
+``b"FCE1"`` entries (no count) are still read. ``check`` (SHA-256 over key and the rest) makes a
+damaged or moved value a miss, never a wrong vector; it is no MAC, so the folder is mode 0700.
+Any cache failure degrades to logged misses, never a failed embedding call.
 """
 
 from __future__ import annotations

@@ -128,17 +128,6 @@ class CachingEmbedder:
             self._cache_namespace, self._namespace_known = namespace, True
         return self._cache_namespace, self._dimension
 
-    def _check_texts(self, texts: Sequence[str]) -> list[str]:
-        items = list(texts)
-        for i, text in enumerate(items):
-            if not isinstance(text, str):
-                raise InvalidDocumentError(
-                    f"Document #{i} is a {type(text).__name__}, not a string; only text can be "
-                    "embedded."
-                )
-        ensure_model_available(self.ef)
-        return items
-
     def _lookup(
         self, namespace: str | None, dim: int, unique: list[str]
     ) -> tuple[list[npt.NDArray[np.float32] | None], list[int | None]]:
@@ -154,12 +143,19 @@ class CachingEmbedder:
         """Embed texts, serving repeats from the cache and embedding each distinct text once.
 
         Raises:
-            InvalidDocumentError: A text is not a string, or the function returned a vector of
-                the wrong dimension or with NaN/inf values (the message names the position).
+            InvalidDocumentError: A text is not a string, or a returned vector has the wrong
+                dimension or NaN/inf values.
             ModelNotAvailableError: A local model's files are missing (checked before any call).
-            EmbeddingFunctionError: The embedding function raised (named in the message).
+            EmbeddingFunctionError: The embedding function raised.
         """
-        items = self._check_texts(texts)
+        items = list(texts)
+        for i, text in enumerate(items):
+            if not isinstance(text, str):
+                raise InvalidDocumentError(
+                    f"Document #{i} is a {type(text).__name__}, not a string; only text can be "
+                    "embedded."
+                )
+        ensure_model_available(self.ef)
         namespace, dim = self._namespace()
         unique = list(dict.fromkeys(items))
         first = {text: u for u, text in enumerate(unique)}

@@ -1,12 +1,9 @@
 """A fast, drop-in replacement for Chroma's default embedding function.
 
-Chroma's ``DefaultEmbeddingFunction`` (ONNX all-MiniLM-L6-v2) builds a new ONNX session on every
-call and pads every text to 256 tokens. :class:`FastDefaultEmbedding` runs the same model,
-tokenizer, truncation, masked mean pooling and L2 normalisation, but loads the session once per
-process, sorts texts by length, pads each batch to its longest text and keeps each run within
-:data:`~flux_chroma.embedding.onnx_session.ATTENTION_BUDGET`. Vectors equal Chroma's within
-~1e-7 and ``name()`` is ``"default"`` with config ``{}``, so Chroma treats it as its own default.
-It never downloads: missing model files raise :class:`~flux_chroma.errors.ModelNotAvailableError`.
+Chroma's ``DefaultEmbeddingFunction`` builds a new ONNX session on every call and pads every
+text to 256 tokens. :class:`FastDefaultEmbedding` runs the same model, tokenizer and pooling but
+loads the session once per process and pads each length-sorted batch to its longest text:
+vectors equal Chroma's within ~1e-7, and ``name()`` is ``"default"``. It never downloads.
 """
 
 from __future__ import annotations
@@ -75,19 +72,13 @@ def ensure_model_available(ef: Any) -> None:
 
     Chroma's default downloads missing files on first use; offline that is an
     ``httpx.ConnectError``, which looks transient and is retried forever.
-
-    Raises:
-        ModelNotAvailableError: A checked function's model files are missing (permanent).
     """
     if isinstance(ef, FastDefaultEmbedding):
         ef.ensure_available()
-        return
-    folder = local_model_dir(ef)
-    if folder is None:
-        return
-    missing = missing_files(folder, MODEL_FILES)  # Chroma downloads when ANY of the six is missing
-    if missing:
-        raise model_not_available_error(type(ef).__name__, [(folder, missing)])
+    elif (folder := local_model_dir(ef)) is not None:
+        missing = missing_files(folder, MODEL_FILES)  # Chroma downloads when ANY of six is missing
+        if missing:
+            raise model_not_available_error(type(ef).__name__, [(folder, missing)])
 
 
 REGISTRY_NAME = "flux_chroma_fast_default"
@@ -97,9 +88,8 @@ REGISTRY_NAME = "flux_chroma_fast_default"
 class _Name:
     """``name()``: ``"default"`` on instances, :data:`REGISTRY_NAME` on the class.
 
-    Chroma persists instances' ``name()``, so collections record the same identity as with its
-    own default; but ``create_collection`` also registers ``type(ef)`` under ``type(ef).name()``,
-    which must not replace ``DefaultEmbeddingFunction`` in Chroma's process-wide registry.
+    Chroma persists the instances' name; the class's keeps ``create_collection`` (which registers
+    ``type(ef)``) from replacing ``DefaultEmbeddingFunction`` in Chroma's process-wide registry.
     """
 
     def __get__(self, obj: object, owner: type | None = None) -> Callable[[], str]:
@@ -115,16 +105,13 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
             else Chroma's model cache.
         batch_size: Most texts per ONNX run; runs of long texts hold fewer (4 texts of 256
             tokens, 16 of 128), so peak memory does not follow ``batch_size``.
-        threads: Intra-op threads of the ONNX session. Default: ``$FLUX_CHROMA_EMBED_THREADS``
-            if set, else every core this process may run on (docs/deployment.md, "Embedding
-            threads"). Does not change the vectors or the pin.
+        threads: Intra-op threads of the ONNX session (not changing the vectors). Default:
+            ``$FLUX_CHROMA_EMBED_THREADS`` if set, else every core this process may run on.
 
     Raises:
-        ConfigurationError: ``batch_size`` is not a positive integer, or ``threads`` is not a
-            whole number from 1 to 1024.
+        ConfigurationError: ``batch_size`` or ``threads`` (1 to 1024) is invalid.
 
-    The model loads on the first call. Instances hold only paths: an unpickled copy looks the
-    model up again in its own process.
+    The model loads on the first call; an unpickled copy looks it up again in its own process.
     """
 
     def __init__(
@@ -235,11 +222,7 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
         return out
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
-        """Count each text's tokens before truncation (special tokens included; tokenizer only).
-
-        Raises:
-            ModelNotAvailableError: The model files are missing.
-        """
+        """Count each text's tokens before truncation (special tokens included; tokenizer only)."""
         items = list(texts)
         if not items:
             return []

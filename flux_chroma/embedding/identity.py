@@ -67,28 +67,21 @@ _SIGN_BYTES: dict[int, npt.NDArray[np.float64]] = {}
 
 def _stated_name(ef: Any) -> str | None:
     """``ef.name()`` when it is a non-empty string, else None (a legacy function)."""
-    getter = getattr(ef, "name", None)
-    if not callable(getter):
-        return None
     try:
-        name = getter()
-    except Exception:  # noqa: BLE001 - any EF, any failure: treat as legacy
+        name = ef.name()
+    except Exception:  # noqa: BLE001 - any EF, any failure (no name() too): treat as legacy
         return None
     return name if isinstance(name, str) and name else None
 
 
 def _stated_config(ef: Any) -> dict[str, Any] | None:
-    """``ef.get_config()`` made JSON-safe; None when missing, the base-class stub
-    (``NotImplemented``), raising, not a dict or not serialisable."""
-    get_config = getattr(ef, "get_config", None)
-    if not callable(get_config):
-        return None
+    """``ef.get_config()`` made JSON-safe, or None (missing, raising, or not a dict)."""
     try:
-        config = get_config()
+        config = ef.get_config()
         if not isinstance(config, dict):
             return None
         safe = json.loads(json.dumps(config, sort_keys=True, default=str))
-    except Exception:  # noqa: BLE001 - any EF, any failure: no config
+    except Exception:  # noqa: BLE001 - any EF, any failure (no get_config() too): no config
         return None
     return safe if isinstance(safe, dict) else None
 
@@ -193,9 +186,8 @@ def fingerprints_match(
 ) -> bool:
     """Tell whether two fingerprints come from equivalent embedding functions.
 
-    Returns:
-        True when the dimensions agree and every probe is within ``tolerance`` (digests are
-        compared only when a fingerprint carries no probe).
+    Dimensions must agree and every probe be within ``tolerance`` (digests are compared only
+    when a fingerprint carries no probe).
     """
     if a.dimension != b.dimension:
         return False

@@ -40,12 +40,7 @@ MODEL_NAME = "all-MiniLM-L6-v2"
 
 
 def chroma_default_model_dir() -> Path:
-    """Return the folder where Chroma's default embedding function expects its model.
-
-    Returns:
-        ``ONNXMiniLM_L6_V2.DOWNLOAD_PATH / "onnx"`` (read at call time), else
-        ``~/.cache/chroma/onnx_models/all-MiniLM-L6-v2/onnx``.
-    """
+    """Return the folder where Chroma's default embedding function expects its model."""
     try:
         from chromadb.utils.embedding_functions.onnx_mini_lm_l6_v2 import ONNXMiniLM_L6_V2
 

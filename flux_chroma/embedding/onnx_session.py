@@ -90,11 +90,7 @@ def cpu_count() -> int:
 
 
 def session_threads(explicit: int | None = None) -> int:
-    """Return ``explicit``, else ``$FLUX_CHROMA_EMBED_THREADS``, else :func:`cpu_count`.
-
-    Raises:
-        ConfigurationError: ``$FLUX_CHROMA_EMBED_THREADS`` is set but not a valid count.
-    """
+    """Return ``explicit``, else ``$FLUX_CHROMA_EMBED_THREADS``, else :func:`cpu_count`."""
     if explicit is not None:
         return explicit
     env = os.environ.get(EMBED_THREADS_ENV, "").strip()
@@ -102,11 +98,10 @@ def session_threads(explicit: int | None = None) -> int:
 
 
 def run_sizes(lengths: Sequence[int], batch_size: int, budget: int | None = None) -> list[int]:
-    """Cut texts sorted longest first into ONNX runs that fit the attention budget.
+    """Cut texts sorted longest first into ONNX runs; return each run's size, in order.
 
-    Each run holds at most ``batch_size`` texts and, padded to its first (longest) text's
-    length ``L``, at most ``budget // L**2`` of them (always at least one). ``budget`` defaults
-    to :data:`ATTENTION_BUDGET`, read at call time. Returns the size of each run, in order.
+    A run holds at most ``batch_size`` texts and ``budget // L**2`` (at least one), ``L`` being
+    its longest text's length; ``budget`` defaults to :data:`ATTENTION_BUDGET` at call time.
     """
     limit = ATTENTION_BUDGET if budget is None else budget
     sizes: list[int] = []
@@ -150,7 +145,6 @@ def load_session(folder: Path, threads: int | None = None) -> Any:
     """The ``InferenceSession`` of ``folder`` with :func:`session_threads` intra-op threads.
 
     Raises:
-        ConfigurationError: ``$FLUX_CHROMA_EMBED_THREADS`` is set but not a valid count.
         ModelNotAvailableError: ``model.onnx`` could not be loaded.
     """
     want = session_threads(threads)
