@@ -107,33 +107,27 @@ def check_versions(server: dict[str, Any] | None) -> list[Check]:
             client_version = installed
         if not spec or _satisfies(installed, spec):
             checks.append(Check(f"version {dist}", "ok", f"{installed} (flux-chroma supports {spec or 'any'})"))
-        else:
-            checks.append(
-                Check(
-                    f"version {dist}",
-                    "fail",
-                    f"{installed} is outside the range flux-chroma supports ({spec}); install a "
-                    f"matching version: pip install '{dist}{spec}'.",
-                )
-            )
+            continue
+        detail = (
+            f"{installed} is outside the range flux-chroma supports ({spec}); install a "
+            f"matching version: pip install '{dist}{spec}'."
+        )
+        checks.append(Check(f"version {dist}", "fail", detail))
     if server is None:
         checks.append(Check("version server", "skip", "server unreachable"))
         return checks
     api = str(server.get("version") or "")
     api_major, client_major = _version_tuple(api)[:1], _version_tuple(client_version)[:1]
     if api_major and api_major == client_major:
-        checks.append(Check("version server", "ok", f"server API {api} matches chromadb client {client_version}"))
+        status: Status = "ok"
+        detail = f"server API {api} matches chromadb client {client_version}"
     else:
-        checks.append(
-            Check(
-                "version server",
-                "fail",
-                f"server reports API version {api or 'unknown'}, but the chromadb {client_version} "
-                "client needs the same major version. Run the server from the same chromadb "
-                "release (`flux-chroma server` or `chroma run` from this environment).",
-            )
+        status, detail = "fail", (
+            f"server reports API version {api or 'unknown'}, but the chromadb {client_version} "
+            "client needs the same major version. Run the server from the same chromadb "
+            "release (`flux-chroma server` or `chroma run` from this environment)."
         )
-    return checks
+    return [*checks, Check("version server", status, detail)]
 
 
 def check_model() -> tuple[Check, Any]:

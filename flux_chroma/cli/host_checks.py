@@ -161,17 +161,14 @@ def check_filesystems(paths: dict[str, Path], mounts_file: Path = Path("/proc/mo
     checks = []
     for what, path in paths.items():
         fstype, point = filesystem_type(path, mounts)
-        name = f"filesystem {what}"
         if fstype in NETWORK_FS_TYPES or fstype.startswith("fuse."):
-            checks.append(
-                Check(
-                    name,
-                    "warn",
-                    f"{path} is on {fstype} (mounted at {point}). Keep Chroma's data on a local "
-                    "disk or a single-attach volume, never NFS/SMB or a FUSE bucket: SQLite "
-                    "locking and the embedding cache's atomic renames are not safe there.",
-                )
+            status: Status = "warn"
+            detail = (
+                f"{path} is on {fstype} (mounted at {point}). Keep Chroma's data on a local "
+                "disk or a single-attach volume, never NFS/SMB or a FUSE bucket: SQLite "
+                "locking and the embedding cache's atomic renames are not safe there."
             )
         else:
-            checks.append(Check(name, "ok", f"{path} is on {fstype} ({point or '?'})"))
+            status, detail = "ok", f"{path} is on {fstype} ({point or '?'})"
+        checks.append(Check(f"filesystem {what}", status, detail))
     return checks
