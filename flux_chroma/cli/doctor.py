@@ -197,23 +197,20 @@ def check_pins(settings: ConnectionSettings, tenant: str | None, tenancy: str, m
     from flux_chroma.errors import CollectionNotFoundError, classify_chroma_error
 
     namespace = Namespace(tenant, tenancy) if tenant else None  # type: ignore[arg-type]
-    database = namespace.database if namespace else None
     scope = f"tenant {tenant!r}" if tenant else "the default database"
+    none = [Check("pins", "ok", f"no collections in {scope}")]
     try:
-        client = get_client(settings, database)
+        client = get_client(settings, namespace.database if namespace else None)
         collections = [c for c in client.list_collections() if namespace is None or namespace.owns(c.name)]
     except Exception as exc:  # noqa: BLE001 - classified below
         mapped = classify_chroma_error(exc, action=f"list collections of {scope}", url=settings.url)
         if isinstance(mapped, CollectionNotFoundError):  # database mode: no database yet
-            return [Check("pins", "ok", f"no collections in {scope}")]
+            return none
         return [Check("pins", "fail", str(mapped))]
-    if not collections:
-        return [Check("pins", "ok", f"no collections in {scope}")]
-    checks = []
-    for coll in sorted(collections, key=lambda c: c.name):
-        label = f"{tenant}/{namespace.short(coll.name)}" if namespace else coll.name
-        checks.append(_pin_check(coll, label, model_ef))
-    return checks
+    return [
+        _pin_check(c, f"{tenant}/{namespace.short(c.name)}" if namespace else c.name, model_ef)
+        for c in sorted(collections, key=lambda c: c.name)
+    ] or none
 
 
 def run_doctor(
