@@ -95,13 +95,10 @@ class CachingEmbedder:
         self._cache_namespace: str | None = None
         self._namespace_known = False
         self._counter: FastDefaultEmbedding | None = None
-        if count_tokens:
-            if isinstance(ef, FastDefaultEmbedding):
-                self._counter = ef
-            else:
-                folder = local_model_dir(ef)
-                if folder is not None:
-                    self._counter = FastDefaultEmbedding(model_dir=folder)
+        if count_tokens and isinstance(ef, FastDefaultEmbedding):
+            self._counter = ef
+        elif count_tokens and (folder := local_model_dir(ef)) is not None:
+            self._counter = FastDefaultEmbedding(model_dir=folder)
 
     def __repr__(self) -> str:
         return f"CachingEmbedder(ef={type(self.ef).__name__}, cache={self.cache!r})"
@@ -110,10 +107,8 @@ class CachingEmbedder:
         """The cache namespace (None: never cached) and dimension, fingerprinting if unknown."""
         if self._digest is None or self._dimension is None:
             fingerprint = compute_fingerprint(self.ef)
-            if self._digest is None:
-                self._digest = fingerprint.digest
-            if self._dimension is None:
-                self._dimension = fingerprint.dimension
+            self._digest = fingerprint.digest if self._digest is None else self._digest
+            self._dimension = fingerprint.dimension if self._dimension is None else self._dimension
         if not self._namespace_known:
             namespace = cache_namespace(self.ef, self._digest)
             if namespace is None and self.cache is not None:
@@ -209,8 +204,6 @@ class CachingEmbedder:
 
     def _compute(self, texts: list[str]) -> list[Any]:
         try:
-            if isinstance(self.ef, FastDefaultEmbedding):
-                return list(self.ef.embed(texts))
             return list(self.ef(texts))
         except FluxChromaError:
             raise

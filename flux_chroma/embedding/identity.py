@@ -273,7 +273,7 @@ def compute_fingerprint(ef: Any, *, use_cache: bool = True) -> Fingerprint:
     """
     import numpy as np
 
-    from flux_chroma.embedding.fast_default import FastDefaultEmbedding, ensure_model_available
+    from flux_chroma.embedding.fast_default import ensure_model_available
 
     ensure_model_available(ef)
     key = _cache_key(ef) if use_cache else None
@@ -284,15 +284,12 @@ def compute_fingerprint(ef: Any, *, use_cache: bool = True) -> Fingerprint:
     files_key = model_files_key(ef) if use_cache else None
     found = load_fingerprint(files_key) if files_key is not None else None
     if found is None:
-        if isinstance(ef, FastDefaultEmbedding):
-            vectors: Any = ef.embed(CANARY_TEXTS)
-        else:
-            vectors = [np.asarray(v, dtype=np.float64) for v in ef(list(CANARY_TEXTS))]
-            if len({v.shape for v in vectors}) > 1:
-                raise InvalidDocumentError(
-                    f"The embedding function returned vectors of different lengths "
-                    f"{sorted({v.shape for v in vectors})} for the canary texts."
-                )
+        vectors = [np.asarray(v, dtype=np.float64) for v in ef(list(CANARY_TEXTS))]
+        if len({v.shape for v in vectors}) > 1:
+            raise InvalidDocumentError(
+                f"The embedding function returned vectors of different lengths "
+                f"{sorted({v.shape for v in vectors})} for the canary texts."
+            )
         found = fingerprint_from_vectors(np.asarray(vectors, dtype=np.float64))
         if files_key is not None:
             save_fingerprint(files_key, found)
