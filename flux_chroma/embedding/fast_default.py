@@ -126,13 +126,12 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
         self.threads = None if threads is None else validate_threads(threads, "threads=")
         self._explicit = None if model_dir is None else str(model_dir)
         if model_dir is not None:
-            candidates = [Path(model_dir).expanduser()]
+            self._folder = Path(model_dir).expanduser()
         else:
             # An explicit setting is authoritative: a wrong FLUX_CHROMA_MODEL_DIR is an error,
             # never a silent fallback to whatever happens to sit in Chroma's cache.
             env = os.environ.get(MODEL_DIR_ENV, "").strip()
-            candidates = [Path(env).expanduser()] if env else [chroma_default_model_dir()]
-        self._candidates = tuple(candidates)
+            self._folder = Path(env).expanduser() if env else chroma_default_model_dir()
         self._resolved: Path | None = None
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -140,7 +139,7 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
         return (FastDefaultEmbedding, (self._explicit, self.batch_size, self.threads))
 
     def __repr__(self) -> str:
-        where = self._resolved or " | ".join(str(p) for p in self._candidates)
+        where = self._resolved or self._folder
         return (
             f"FastDefaultEmbedding(model_dir={str(where)!r}, batch_size={self.batch_size}, "
             f"threads={self.threads})"
@@ -148,8 +147,8 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
 
     @property
     def candidate_dirs(self) -> tuple[Path, ...]:
-        """Folders searched for the model files, in order."""
-        return self._candidates
+        """Folders searched for the model files, in order (one: see ``model_dir=``)."""
+        return (self._folder,)
 
     def ensure_available(self) -> Path:
         """Check that the model files exist, without loading them; return the folder to use.
@@ -159,14 +158,11 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
         """
         if self._resolved is not None and not missing_files(self._resolved, REQUIRED_FILES):
             return self._resolved
-        looked: list[tuple[Path, Sequence[str]]] = []
-        for folder in self._candidates:
-            missing = missing_files(folder, REQUIRED_FILES)
-            if not missing:
-                self._resolved = folder.resolve()
-                return self._resolved
-            looked.append((folder, missing))
-        raise model_not_available_error("FastDefaultEmbedding", looked)
+        missing = missing_files(self._folder, REQUIRED_FILES)
+        if missing:
+            raise model_not_available_error("FastDefaultEmbedding", [(self._folder, missing)])
+        self._resolved = self._folder.resolve()
+        return self._resolved
 
     @property
     def model_dir(self) -> Path:
