@@ -97,8 +97,8 @@ async def plan_ingest(job: dict[str, Any], expected_digest: str | None = None) -
 
     Raises:
         SourceConflictError: A source's id holds records of another location (nothing written).
-        DuplicateIdError: A document id repeats and ``duplicates="error"``.
         SourceChangedError: A source is missing, or its digest is not ``expected_digest``.
+        DuplicateIdError: A document id repeats and ``duplicates="error"``.
         InvalidDocumentError: A malformed record (named by source and position).
     """
     options = chroma_options()
@@ -154,9 +154,8 @@ async def ingest_batch(collection: str, job: dict[str, Any], batch: dict[str, An
         batch: One entry of ``plan["batches"]``.
 
     Returns:
-        A receipt: ``batch``, ``source``, ``chunks``, ``added``, ``updated``, ``skipped``,
-        ``embedded``, ``cache_hits``, ``embed_seconds``, ``seconds``, ``verified``,
-        ``execution_id``, ``worker``, ``pid``.
+        A receipt: ``batch``, ``source``, ``chunks``, the write's counts, ``seconds``,
+        ``verified``, ``execution_id``, ``worker``, ``pid``.
 
     Raises:
         SourceChangedError: The slice no longer matches its digest (nothing is written).

@@ -103,8 +103,7 @@ def claim_sources(target: Target, job: IngestJob, *, ef: Any = None, adopt: bool
         ``{source id: records relocated}`` for the sources that relocated any.
 
     Raises:
-        SourceConflictError: A source's id holds records of another location and the source
-            did not opt in with ``relocate``.
+        SourceConflictError: A source's id holds another location's records, without ``relocate``.
     """
 
     def run(resolved: Resolved) -> dict[str, int]:

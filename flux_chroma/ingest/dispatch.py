@@ -88,11 +88,7 @@ async def _await_unit(execution_id: str, unit: int, unit_timeout: float) -> dict
     """Wait for one unit's child execution; its output (the unit's receipts).
 
     Polls its status (intervals growing to 1 s) and, every ``min(unit_timeout / 4, 15)`` s,
-    its event log (the summary carries no event count).
-
-    Raises:
-        FluxChromaError: The child failed or was cancelled (as its own error class), made no
-            progress for ``unit_timeout`` s (it is cancelled), or the server was silent as long.
+    its event log (the summary carries no event count). Raises the child's own error class.
     """
     from flux.client import FluxClient
 
@@ -172,11 +168,7 @@ async def dispatch_units(
 ) -> tuple[list[dict[str, Any]], tuple[dict[str, Any], BaseException] | None]:
     """Run units as child executions, at most ``parallel`` at once.
 
-    Args:
-        job: The job spec the tasks receive (:meth:`IngestJob.work_dict`).
-        collection: The collection to write (the plan's).
-        units: From :func:`~flux_chroma.ingest.units.shard`.
-        unit_timeout: Seconds without progress (or an answer from the Flux server) before failing.
+    ``job`` is :meth:`IngestJob.work_dict`, ``units`` from :func:`~flux_chroma.ingest.units.shard`.
 
     Returns:
         ``(receipts in batch order, (first batch of the earliest failed unit, its error) or None)``.

@@ -134,9 +134,7 @@ def run_durable(
     """Run, resume or re-run the job family ``base`` inline and return its execution.
 
     Args:
-        input: The workflow's input (small, JSON-able).
         base: Execution-id prefix from :func:`execution_base`.
-        on_progress: Called with each progress value the tasks emit.
 
     Raises:
         JobBusyError: The job is running in another process on this host.

@@ -249,9 +249,7 @@ def _plan_sync(options: ChromaOptions, spec: MigrationSpec) -> dict[str, Any]:
 async def plan_migration(spec: dict[str, Any]) -> dict[str, Any]:
     """Resolve the source, create the pinned target, and cut the source into pages.
 
-    Returns:
-        ``{"source", "target", "count", "page_size", "pages", "pin", "source_pin", "noop"}``;
-        ``noop`` is True when the name already serves this model.
+    ``noop`` in the result is True when the name already serves this model.
     """
     return await asyncio.to_thread(_plan_sync, chroma_options(), MigrationSpec.from_dict(spec))
 
@@ -310,9 +308,6 @@ def _reconcile_sync(options: ChromaOptions, source: str, target: str) -> dict[st
 async def reconcile_migration(source: str, target: str) -> dict[str, Any]:
     """Make the target match the source (copy missing/changed, delete extra) and verify it.
 
-    Returns:
-        ``{"count", "copied", "deleted", "verified": True}``.
-
     Raises:
         ChromaUnavailableError: The source kept changing; retried by Flux.
     """
@@ -321,11 +316,7 @@ async def reconcile_migration(source: str, target: str) -> dict[str, Any]:
 
 @chroma_task(**_RETRY)
 async def switch_alias(alias: str, target: str, expected: str) -> dict[str, Any]:
-    """Point ``alias`` at ``target`` if it still resolves to ``expected``.
-
-    Returns:
-        ``{"alias", "target", "previous"}``.
-    """
+    """Point ``alias`` at ``target`` if it still resolves to ``expected``."""
     options = chroma_options()
     return await asyncio.to_thread(set_alias, options.settings(), options.namespace(), alias, target, expected=expected)
 

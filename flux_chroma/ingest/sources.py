@@ -120,13 +120,8 @@ def default_source_id(name: str, location: str) -> str:
 
 
 def source_location(src: Mapping[str, Any]) -> str:
-    """Where a normalized source reads from: what identifies it besides its id.
-
-    Returns:
-        The absolute, normalized path of a ``files`` folder or ``jsonl`` file; for a custom
-        loader ``{kind}:{its parameters as canonical JSON}`` (``{kind}:sha256:{digest}``
-        when longer than :data:`MAX_LOCATION` characters).
-    """
+    """Where a normalized source reads from: its absolute path, or for a custom loader
+    ``{kind}:{its parameters as canonical JSON}`` (a digest past :data:`MAX_LOCATION` characters)."""
     if src["kind"] in BUILTIN_KINDS:
         return str(src["path"])
     params = {k: v for k, v in src.items() if k not in _NOT_PARAMS}
@@ -155,10 +150,6 @@ def normalize_source(raw: Any, position: int) -> dict[str, Any]:
 
     ``relocate: true`` (any kind) lets the job take over records of its id that another
     location wrote (a folder that moved); it is kept only when true.
-
-    Args:
-        raw: ``{"kind": "files"|"jsonl"|<registered>, ...}``.
-        position: Index in the job's source list (for messages).
 
     Raises:
         ConfigurationError: Unknown fields, missing path, bad id, non-boolean ``relocate``.
@@ -250,9 +241,7 @@ def _depth(patterns: list[str]) -> int | None:
 
 
 def file_census(src: Mapping[str, Any]) -> FileCensus:
-    """List a normalized ``files`` source: one walk of its folder (symlinked folders are not entered).
-
-    A folder that cannot be listed is itself an entry of ``matched`` (reported as skipped).
+    """List a ``files`` source: one walk, symlinked folders not entered, unlistable ones matched.
 
     Raises:
         SourceChangedError: The folder does not exist.
@@ -400,7 +389,6 @@ def iter_units(
     """Yield a normalized source's documents in order, starting at cursor ``start``.
 
     Args:
-        src: A dict returned by :func:`normalize_source`.
         start: A cursor previously reported by a :class:`Unit` (0 = from the beginning).
         skip: Cursors of a ``files`` source not to read at all (files the plan skipped).
         on_skip: Called with each file of a ``files`` source that cannot be read or converted.

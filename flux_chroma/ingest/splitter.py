@@ -17,6 +17,7 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from flux_chroma.errors import ConfigurationError
@@ -113,8 +114,6 @@ class Chunker:
                     f"{tokens.capacity} tokens of text. Use chunking.size <= {tokens.capacity} (or leave it "
                     "out for the default)."
                 )
-        self._markdown: Any = None
-        self._text: Any = None
         self._lock = threading.Lock()
         self._cuts: OrderedDict[tuple[bytes, bool], list[tuple[int, int, str]]] = OrderedDict()
         identity: dict[str, Any] = {"unit": options.unit}
@@ -133,18 +132,16 @@ class Chunker:
         self.identity = {**identity, "size": self.size, "overlap": self.overlap}
         """What decides the cut (JSON-able): part of the plan digest, so a change re-chunks."""
 
+    @cached_property
     def _splitters(self) -> tuple[Any, Any]:
-        if self._markdown is None:
-            from semantic_text_splitter import MarkdownSplitter, TextSplitter
+        from semantic_text_splitter import MarkdownSplitter, TextSplitter
 
+        def build(cls: Any) -> Any:
             if self.tokens is None:
-                self._markdown = MarkdownSplitter(self.size, overlap=self.overlap)
-                self._text = TextSplitter(self.size, overlap=self.overlap)
-            else:
-                tok = self.tokens.tokenizer
-                self._markdown = MarkdownSplitter.from_huggingface_tokenizer(tok, self.size, overlap=self.overlap)
-                self._text = TextSplitter.from_huggingface_tokenizer(tok, self.size, overlap=self.overlap)
-        return self._markdown, self._text
+                return cls(self.size, overlap=self.overlap)
+            return cls.from_huggingface_tokenizer(self.tokens.tokenizer, self.size, overlap=self.overlap)
+
+        return build(MarkdownSplitter), build(TextSplitter)
 
     def pieces(self, text: str, markdown: bool) -> list[Piece]:
         """Cut one document (on Markdown structure, with heading paths, when ``markdown``)."""
@@ -165,7 +162,7 @@ class Chunker:
         if self.options.unit == "chars":
             spans = split_spans(text, self.size, self.overlap)
         else:
-            md, plain = self._splitters()
+            md, plain = self._splitters
             spans = [(s, s + len(chunk)) for s, chunk in (md if markdown else plain).chunk_indices(text)]
         offsets, paths = heading_paths(text) if markdown else ([], [])
         out = []

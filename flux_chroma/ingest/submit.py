@@ -45,16 +45,13 @@ def run_ingest(job: IngestJob | Mapping[str, Any], *, on_progress: Progress | No
             "cleanup", ...}``), in the workflow's thread.
 
     Returns:
-        The execution context: ``has_succeeded``, ``output`` (the report, or the error),
-        ``execution_id``.
+        The execution context: ``has_succeeded``, ``output`` (the report, or the error).
 
     Raises:
         ConfigurationError: Invalid job spec; the job is busy in another process.
-        DuplicateIdError: Duplicate document ids with ``duplicates="error"``.
-        InvalidDocumentError: A malformed record or undecodable file.
-        SourceChangedError: A source is missing.
-
-    The content errors are raised before an execution is created or anything is written.
+        DuplicateIdError: Duplicate document ids with ``duplicates="error"`` (before any run).
+        InvalidDocumentError: A malformed record (before any run).
+        SourceChangedError: A source is missing (before any run).
     """
     spec = IngestJob.from_dict(job)
     digest = corpus_digest(spec)
@@ -73,11 +70,6 @@ def run_ingest_tenants(
 
     When one tenant's job fails, the others still finish; the execution then fails, and
     running it again replays the finished work and resumes the failed job.
-
-    Args:
-        jobs: Job specs (one per tenant/collection).
-        key: Job key of the fan-out (default: a digest of the specs).
-        on_progress: Progress callback (values carry ``tenant``).
 
     Returns:
         The execution context; ``output["jobs"]`` maps ``"tenant/collection"`` to reports.

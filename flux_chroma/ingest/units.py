@@ -86,7 +86,7 @@ async def run_units_inline(units: list[dict[str, Any]], write: WriteBatch, paral
         write: Writes one batch reference (an ``ingest_batch`` task call); returns its receipt.
 
     Returns:
-        ``(receipts in batch order, the failure of the earliest failing batch or None)``.
+        ``(receipts in batch order, the earliest failing batch's failure or None)``.
     """
     receipts: list[dict[str, Any]] = []
     results = await bounded_gather([_run_unit(u, write, receipts) for u in units], parallel)

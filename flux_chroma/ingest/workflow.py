@@ -101,9 +101,6 @@ async def ingest_steps(job: IngestJob | dict[str, Any], *, expected_digest: str 
     ``parallel`` units (:mod:`flux_chroma.ingest.units`) run at once: inline in this
     process, or on a Flux worker as child executions (:mod:`flux_chroma.ingest.dispatch`).
 
-    Args:
-        expected_digest: Corpus digest from submission (see :func:`run_ingest`).
-
     Returns:
         The report (see :func:`build_report`).
 
