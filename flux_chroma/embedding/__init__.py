@@ -1,8 +1,4 @@
-"""Embedding functions, fingerprints and the host-wide embedding cache of flux-chroma.
-
-:class:`FastDefaultEmbedding` gives Chroma's default model's vectors (within 1e-5) and identity
-(``"default"``), loaded once per process and batched.
-"""
+"""Embedding functions, fingerprints and the host-wide embedding cache of flux-chroma."""
 
 from __future__ import annotations
 
