@@ -205,11 +205,7 @@ async def find_lost_batches(collection: str, job: dict[str, Any], batches: list[
     """Numbers of the given (replayed) batches with at least one id missing on the server.
 
     A re-run after ``FAILED`` replays the failed run's batches, but the collection may have
-    been dropped since. One ``get(ids, include=[])`` per batch (no embedding) tells.
-
-    Args:
-        batches: Entries of ``plan["batches"]`` whose receipts were replayed.
-        run: The current execution id (a fresh check per run, never itself replayed).
+    been dropped since. ``run`` (the current execution id) makes the check fresh per run.
     """
     options = chroma_options()
     spec = _job(options, job)
@@ -221,14 +217,11 @@ async def find_lost_batches(collection: str, job: dict[str, Any], batches: list[
 async def cleanup_ingest(collection: str, job: dict[str, Any], plan_digest: str) -> dict[str, Any]:
     """Delete the job's stale chunks (after all batches committed), per ``job["cleanup"]``.
 
-    Args:
-        plan_digest: The plan's digest; cleanup refuses to run if the sources changed since.
-
     Returns:
         ``{"mode", "scanned", "deleted"}``.
 
     Raises:
-        SourceChangedError: The sources changed after the batches were written.
+        SourceChangedError: The sources changed since the plan (``plan_digest``).
     """
     options = chroma_options()
     spec = _job(options, job)

@@ -45,8 +45,7 @@ class _Unsaved(ExecutionContext[Any]):
 class DeltaCheckpoint:
     """A checkpoint function (``ctx.set_checkpoint``) that persists only new events.
 
-    Args:
-        ctx: The execution as stored right now (just saved or loaded): its events are stored.
+    ``ctx`` is the execution as stored right now (just saved or loaded).
 
     Example:
         >>> save_execution(ctx)  # flux_chroma.seams

@@ -72,11 +72,10 @@ class ChunkingOptions:
 
     def resolved(self) -> tuple[int, int]:
         """``(size, overlap)`` with the defaults of :attr:`unit` filled in."""
-        if self.unit == "chars":
-            return (DEFAULT_CHARS if self.size is None else self.size), (
-                DEFAULT_CHAR_OVERLAP if self.overlap is None else self.overlap
-            )
-        return (DEFAULT_TOKENS if self.size is None else self.size), (0 if self.overlap is None else self.overlap)
+        chars = self.unit == "chars"
+        size = (DEFAULT_CHARS if chars else DEFAULT_TOKENS) if self.size is None else self.size
+        overlap = (DEFAULT_CHAR_OVERLAP if chars else 0) if self.overlap is None else self.overlap
+        return size, overlap
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form used in job specs (only what was set, plus the unit)."""

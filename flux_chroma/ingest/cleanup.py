@@ -51,13 +51,10 @@ def _foreign(src: dict[str, Any]) -> dict[str, Any]:
 
 def _conflict(label: str, src: dict[str, Any], other: Any) -> SourceConflictError:
     here = source_location(src)
-    if isinstance(other, str):
-        theirs = f"records of source {src['id']!r} read from {other}"
-    else:
-        theirs = (
-            f"records of source {src['id']!r} with no recorded location (written by a flux-chroma "
-            "release that did not record it)"
-        )
+    theirs = f"records of source {src['id']!r} " + (
+        f"read from {other}" if isinstance(other, str)
+        else "with no recorded location (written by a flux-chroma release that did not record it)"
+    )  # fmt: skip
     return SourceConflictError(
         f"source {src['id']!r} reads {here}, but collection {label} already holds "
         f"{theirs}. Nothing was written. If these are two different sources, give this one another id "
@@ -95,8 +92,7 @@ def claim_sources(target: Target, job: IngestJob, *, ef: Any = None, adopt: bool
 
     Args:
         target: The job's (alias-resolved) collection; a missing collection holds nothing.
-        ef: Configured embedding function (only for the pin check).
-        adopt: Adopt an unpinned collection.
+        ef: Configured embedding function (only for the pin check; ``adopt`` likewise).
         page: Records relocated per request.
 
     Returns:
@@ -147,9 +143,7 @@ def cleanup_stale(target: Target, job: IngestJob, expected_digest: str | None, *
     """Delete the job's stale chunks from its collection (idempotent).
 
     Args:
-        job: The job; its sources are re-read to know which chunks are live.
-        expected_digest: The plan digest the batches were written from; nothing is deleted
-            when the sources changed since (``None`` skips the check).
+        expected_digest: The plan digest the batches were written from (``None``: no check).
         ef: Configured embedding function (only for the pin check).
         page: Ids fetched/deleted per request (keep it <= the server's max batch size).
 

@@ -333,13 +333,9 @@ _RECENT_SIZE = 2
 def read_file(path: str, name: str, encoding: str = "utf-8") -> Converted | Skipped:
     """Read and convert one file, or say why it is skipped.
 
-    The last two conversions are kept per process, keyed by the file's identity, size and
-    times, so that consecutive batches sharing a long file convert it once.
-
-    Args:
-        path: The file to read.
-        name: Its name or relative path (decides the format: see :func:`format_of`).
-        encoding: The encoding of plain text and Markdown files.
+    ``name`` (its relative path) decides the format (:func:`format_of`); ``encoding`` is that
+    of text and Markdown. The last two conversions are kept per process, keyed by the file's
+    identity, size and times: consecutive batches sharing a long file convert it once.
     """
     try:
         info = os.stat(path)

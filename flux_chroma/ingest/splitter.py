@@ -89,11 +89,7 @@ def heading_paths(text: str) -> tuple[list[int], list[str]]:
 
 
 class Chunker:
-    """Cuts documents for one job: the options, resolved against the model's tokens.
-
-    Args:
-        options: The job's chunking options.
-        tokens: The model's tokens (``None``: the model declares none).
+    """Cuts documents for one job: its options, resolved against the model's tokens (or None).
 
     Raises:
         ConfigurationError: ``size`` is more than the model reads.
