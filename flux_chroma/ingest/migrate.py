@@ -184,7 +184,7 @@ _RETRY: dict[str, Any] = {"retry_max_attempts": 3, "retry_delay": 1, "retry_back
 _MIGRATION_KEY = "fc_migration_source"
 
 
-def _refuse_foreign_target(options: ChromaOptions, spec: MigrationSpec, source: Target, target: Target) -> None:
+def _refuse_foreign_target(spec: MigrationSpec, source: Target, target: Target) -> None:
     """Refuse a target that holds records this migration did not write, or that an alias serves.
 
     Reconciliation deletes whatever the source lacks: it would delete someone else's records.
@@ -236,7 +236,7 @@ def _plan_sync(options: ChromaOptions, spec: MigrationSpec) -> dict[str, Any]:
     if target_name == source.name:
         raise ConfigurationError(f"migration target {target_name!r} is the source collection itself; choose another target.")
     target = options.target(target_name)
-    _refuse_foreign_target(options, spec, source, target)
+    _refuse_foreign_target(spec, source, target)
     open_collection(target, ef=options.embedding_function, space=new_pin.space, create=True)  # pinned to the new model
     _mark_target(target, source.name)
     size = min(spec.batch_size, int(server_info(source.settings)["max_batch_size"]) or spec.batch_size)
