@@ -1,9 +1,7 @@
 """The ingestion tasks: ``plan_ingest``, ``ingest_batch`` and ``cleanup_ingest``.
 
-They are :class:`~flux_chroma.tasks.task.ChromaTask` instances (flux-chroma and Flux options
-through ``with_options``, the shared error handling). Their arguments are references (the job
-spec, one batch reference, a digest), never documents, so Flux's event log stays small; each
-call is a replay checkpoint.
+:class:`~flux_chroma.tasks.task.ChromaTask` instances whose arguments are references (job spec,
+batch reference, digest), never documents: Flux's log stays small; each call is a checkpoint.
 
 Example:
     >>> plan = await plan_ingest.with_options(tenant="acme")(job)

@@ -1,16 +1,12 @@
 """Submitting durable jobs inline: deterministic execution ids, resume, and re-runs.
 
-A job key gives a family of execution ids ``fc-<kind>-<tenant>-<digest>-r<run>``. Submitting
-looks at the latest run: none yet, run 1 is created and SAVED before anything runs (a crash in
-the first task is resumable); ``CREATED``/``RUNNING`` (its process died) is resumed by id, never
-twinned; ``FAILED``/``CANCELLED`` (Flux cannot resume those) start run ``n+1`` with a copy of
-run ``n``'s completed task events, so exactly the batches whose content digest is unchanged
-replay; ``COMPLETED`` starts a fresh run (an incremental sync: replaying would silently do
-nothing after the collection was wiped).
-
-One process per job at a time on a host: a lock file under Flux's home (released with its
-process, even on SIGKILL). Submitters on different hosts sharing one Flux database are not
-serialized.
+Execution ids are ``fc-<kind>-<tenant>-<digest>-r<run>``. The latest run decides: none yet,
+run 1 is SAVED before anything runs (a crash in the first task is resumable); ``CREATED`` or
+``RUNNING`` (its process died) is resumed by id; ``FAILED``/``CANCELLED`` (Flux cannot resume
+those) start run ``n+1`` with run ``n``'s completed task events, so unchanged batches replay;
+``COMPLETED`` starts a fresh run (replaying would do nothing after the collection was wiped).
+A lock file under Flux's home allows one process per job on a host (released even on SIGKILL);
+submitters on different hosts sharing one Flux database are not serialized.
 """
 
 from __future__ import annotations

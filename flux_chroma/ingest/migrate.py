@@ -1,18 +1,12 @@
 """Re-embedding migration: rebuild a tenant's collection with a new model, then switch an alias.
 
-Readers keep using the name (say ``kb``). The tasks, in order:
-
-1. ``plan_migration``: resolves ``kb`` (or its alias) as the source, creates the target
-   (default ``kb-<8 hex of the new model's fingerprint>``) pinned to the new model, cuts pages.
-2. ``migrate_page`` per page (the replay checkpoints): re-embeds the page into the target with
-   the same ids, documents and metadata (including ``fc_source``).
-3. ``reconcile_migration``: copies what the source gained meanwhile, deletes what it lost, and
-   verifies both sides match by content hash.
-4. Optional quality gate (``labels``, ``max_recall_drop``): a recall@10 drop beyond the limit
-   fails with :class:`~flux_chroma.errors.QualityGateError`; step 5 never runs.
-5. ``switch_alias``: points ``kb`` at the target, only if it still resolves to the source.
-
-A query resolves the alias once, so it never mixes models. The old collection is left in place.
+Readers keep using the name (say ``kb``). ``plan_migration`` resolves it to the source and
+creates the target (``kb-<8 hex of the new fingerprint>``) pinned to the new model;
+``migrate_page`` re-embeds each page with the same ids, documents and metadata;
+``reconcile_migration`` catches up with what the source gained or lost and verifies both match;
+an optional quality gate (``labels``, ``max_recall_drop``) may refuse the new model; then
+``switch_alias`` points ``kb`` at the target, only if it still resolves to the source. A query
+resolves the alias once, so it never mixes models. The old collection is left in place.
 """
 
 from __future__ import annotations
