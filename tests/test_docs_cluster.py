@@ -48,6 +48,13 @@ def test_cluster_walkthrough_runs_verbatim(tmp_path: Path) -> None:
             assert fleet.poll() is None, (tmp_path / "fleet.log").read_text()[-3000:]
             assert time.monotonic() < deadline, "the fleet did not get ready"
             time.sleep(0.5)
+        # Three workers on one host: each embeds with its share of the cores (docs/deployment.md).
+        share = str(max(1, len(os.sched_getaffinity(0)) // 3)).encode()
+        workers = sorted(workdir.glob("worker-*/pid"))
+        assert len(workers) == 3, workers
+        for worker in workers:
+            environ = Path(f"/proc/{int(worker.read_text())}/environ").read_bytes().split(b"\0")
+            assert b"FLUX_CHROMA_EMBED_THREADS=" + share in environ, worker
         done = subprocess.run(
             ["bash", "-euo", "pipefail", "-c", script.replace("/tmp/fc-fleet", str(workdir))],
             cwd=ROOT, env=env, capture_output=True, text=True, timeout=HANG_GUARD, check=False,
