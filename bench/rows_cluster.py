@@ -207,8 +207,8 @@ def _report(
         ),
         (
             f"- This host has {cores} cores and every worker embeds on them: more workers on one "
-            "host cannot add embedding capacity (each worker's ONNX session uses every core "
-            "unless `FLUX_CHROMA_EMBED_THREADS` says otherwise). The figures that matter here "
+            "host cannot add embedding capacity (`LocalFleet` gives each of N workers "
+            "`FLUX_CHROMA_EMBED_THREADS` = max(1, cores // N)). The figures that matter here "
             'are "no loss" (more '
             "workers and the dispatch do not slow the job down) and the overhead per unit; on N "
             "hosts the embedding capacity grows with N."
