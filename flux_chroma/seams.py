@@ -28,7 +28,6 @@ __all__ = [
     "register_workflow",
     "execution_store",
     "save_execution",
-    "client_settings",
     "client_server",
     "collection_server",
     "http_session",
@@ -135,14 +134,6 @@ def save_execution(ctx: Any) -> None:
 
 
 # ---------------------------------------------------------------------------------- chromadb
-
-
-def client_settings(client: Any) -> Any:
-    """The chromadb ``Settings`` a client was built with, or None for any other object.
-
-    Relies on: chromadb's ``Client._system.settings`` (1.5.9).
-    """
-    return getattr(getattr(client, "_system", None), "settings", None)
 
 
 def client_server(client: Any) -> Any:
