@@ -43,40 +43,36 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         )
 
 
-# Modules that start a Flux fleet (a Flux server, workers and, for most, a PostgreSQL): long,
-# and mostly waiting on servers and processes. They are handed out first, and the CPU-heavy tests
-# of a minute or more next (xdist hands out units in collection order), so the long units start
-# at once and the many short tests fill the gaps, instead of one long test starting last and
-# running alone. Fleets do run beside each other on the three workers: grouping them on one
-# worker made that worker's share (about 530 s of the suite's 1,350 s) the whole run's length.
-FLEET_MODULES = frozenset(
-    {
-        "test_deployment_fleet",
-        "test_distributed",
-        "test_docs_cluster",
-        "test_ingest_cluster",
-        "test_ingest_cluster_restarts",
-        "test_scheduled_sync",
-        "test_serving_runner",
-        "test_telemetry_cluster",
-        "test_watch_cluster",
-    }
+# The longest modules, longest first (seconds of one full run, measured with --durations=0).
+# scripts/test.sh runs `-n 3 --dist loadscope --no-loadscope-reorder`: each module is one unit of
+# work (its module fixtures, e.g. a Flux fleet, start once) handed out in this order, so the
+# long units start at once and the many short modules fill the gaps at the end.
+LONGEST_MODULES = (
+    "test_bench_smoke",  # 178
+    "test_ingest_cluster",  # 174
+    "test_ingest_cluster_restarts",  # 123
+    "test_quality_docs",  # 79
+    "test_ingest_memory",  # 75
+    "test_readme_docs",  # 71
+    "test_docs_cluster",  # 65
+    "test_deployment_fleet",  # 45
+    "test_watch_cluster",  # 37
+    "test_reliability_faults",  # 33
+    "test_distributed",  # 32
+    "test_scheduled_sync",  # 27
 )
-FIRST_MODULES = ("test_bench_smoke", "test_quality_docs", "test_readme_docs", "test_ingest_memory")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark tests that use the session's Chroma server `server`; start the fleet tests and the
-    longest modules first (whole modules move, so module fixtures start once)."""
+    """Mark tests that use the session's Chroma server `server`; hand out the longest modules
+    first."""
     for item in items:
         if "chroma_server" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.server)
 
     def rank(item: pytest.Item) -> int:
         stem = item.path.stem
-        if stem in FLEET_MODULES:
-            return 0
-        return 1 + FIRST_MODULES.index(stem) if stem in FIRST_MODULES else len(FIRST_MODULES) + 1
+        return LONGEST_MODULES.index(stem) if stem in LONGEST_MODULES else len(LONGEST_MODULES)
 
     items.sort(key=rank)  # stable: each module's tests keep their order
 
