@@ -42,9 +42,16 @@ ensure_venv() {
     if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
         echo "==> installing flux-chroma and its dependencies into .venv"
         local log="$VENV/pip-install.log"
-        # --no-compile: Python compiles what it imports on first use; byte-compiling every
-        # installed package up front doubled the install time (47 s against 23 s here).
-        if ! "$VENV/bin/python" -m pip install --disable-pip-version-check --no-compile -e "$ROOT[test]" >"$log" 2>&1; then
+        # uv installs the same versions as pip in a quarter of the time (measured on a fresh
+        # venv here: 10 s, uv's own install included, against 38 s); pip is the fallback when uv
+        # cannot be installed or reach the index. uv itself goes beside the environment, not into
+        # it (the README corpus of docs/retrieval-quality.md is the environment's packages), and
+        # trusts the system's certificates, as pip does.
+        # Neither byte-compiles: Python compiles what it imports on first use.
+        local uv="$VENV/uv-tool/bin/uv"
+        if ! { "$VENV/bin/python" -m pip install --disable-pip-version-check -q --target "$VENV/uv-tool" "uv>=0.13,<0.14" \
+                && "$uv" pip install --system-certs --python "$VENV/bin/python" -e "$ROOT[test]"; } >"$log" 2>&1 \
+            && ! "$VENV/bin/python" -m pip install --disable-pip-version-check --no-compile -e "$ROOT[test]" >>"$log" 2>&1; then
             tail -n 40 "$log" >&2
             echo "error: installing flux-chroma failed (full log: $log)" >&2
             return 1
