@@ -9,6 +9,7 @@ from typing import Any
 from bench.context import TENANT, Bench
 from bench.report import Result, fmt, judge
 from bench.workspace import ChildResult, flux_env, launch_child, reap_child, stop_child
+from flux_chroma.embedding.onnx_session import threads_per_process
 
 __all__ = ["run_row7"]
 
@@ -178,7 +179,7 @@ def run_row7(b: Bench) -> None:
     top = max(b.plan.procs)
     if top > 1 and isinstance(cores, int):
         cold1 = next(g for m, p, g in results if m == "cold" and p == b.plan.procs[0])
-        threads = max(1, cores // top)
+        threads = threads_per_process(top)
         shared = _scale_run(b, top, "cold", {"FLUX_CHROMA_EMBED_THREADS": str(threads)})
         b.report.add(
             Result(

@@ -90,10 +90,10 @@ def _other_hashes(namespace: Namespace, settings: ConnectionSettings, wanted: se
 
 def _busy_jobs(tenant: str) -> list[str]:
     """Ingestion jobs of ``tenant`` whose lock (``ingest/jobs.py``) a live process holds here."""
-    from flux.config import Configuration
+    from flux_chroma.ingest.jobs import job_lock_dir
 
     pattern = re.compile(rf"^fc-[a-z]+-{re.escape(tenant)}-[0-9a-f]{{16}}\.lock$")
-    folder = Path(Configuration.get().settings.home).expanduser() / "flux-chroma-locks"
+    folder = job_lock_dir()
     busy = []
     for path in sorted(folder.glob("*.lock")) if folder.is_dir() else []:
         if not pattern.match(path.name):

@@ -24,7 +24,9 @@ os.environ["FLUX_CHROMA_CACHE_DIR"] = str(_STATE / "embedding-cache")
 # thread setting itself set or clear the variable with monkeypatch.
 _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 if _WORKERS > 1:
-    os.environ.setdefault("FLUX_CHROMA_EMBED_THREADS", str(max(1, len(os.sched_getaffinity(0)) // _WORKERS)))
+    from flux_chroma.embedding.onnx_session import EMBED_THREADS_ENV, threads_per_process
+
+    os.environ.setdefault(EMBED_THREADS_ENV, str(threads_per_process(_WORKERS)))
 
 import pytest
 

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from flux_chroma.embedding.onnx_session import threads_per_process
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "deployment.md"
 HANG_GUARD = 400.0  # seconds; only stops a broken test from hanging
@@ -49,7 +51,7 @@ def test_cluster_walkthrough_runs_verbatim(tmp_path: Path) -> None:
             assert time.monotonic() < deadline, "the fleet did not get ready"
             time.sleep(0.5)
         # Three workers on one host: each embeds with its share of the cores (docs/deployment.md).
-        share = str(max(1, len(os.sched_getaffinity(0)) // 3)).encode()
+        share = str(threads_per_process(3)).encode()
         workers = sorted(workdir.glob("worker-*/pid"))
         assert len(workers) == 3, workers
         for worker in workers:

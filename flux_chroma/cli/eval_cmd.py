@@ -7,10 +7,16 @@ from typing import Annotated, Any
 
 import typer
 
-from flux_chroma.cli.stored import Collection, Debug, FluxHome, JsonOut, Tenancy, Tenant, Url
+from flux_chroma.cli.stored import JsonOut
 from flux_chroma.cli.support import (
     CliError,
+    Collection,
     Command,
+    Debug,
+    FluxHome,
+    Tenancy,
+    Tenant,
+    Url,
     check_collection_target,
     cli_errors,
     print_json,

@@ -12,7 +12,6 @@ from flux_chroma.cli.support import (
     Collection,
     Command,
     Debug,
-    FluxHome,
     Tenancy,
     Tenant,
     Url,
@@ -24,7 +23,7 @@ from flux_chroma.cli.support import (
     stdout,
 )
 
-__all__ = ["register", "Url", "Tenant", "Tenancy", "JsonOut", "Debug", "FluxHome", "Collection"]
+__all__ = ["register", "JsonOut"]
 
 # The commands here print text, not tables: their --json help says so.
 JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of text.")]

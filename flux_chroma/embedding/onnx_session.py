@@ -25,6 +25,7 @@ __all__ = [
     "EMBED_THREADS_ENV",
     "MAX_THREADS",
     "cpu_count",
+    "threads_per_process",
     "run_sizes",
     "load_session",
     "load_tokenizers",
@@ -87,6 +88,12 @@ def cpu_count() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # pragma: no cover - not Linux
         return max(1, os.cpu_count() or 1)
+
+
+def threads_per_process(processes: int) -> int:
+    """Each process's share of the cores when ``processes`` embed at once: max(1, cores // N),
+    what docs/deployment.md ("Embedding threads") advises for ``FLUX_CHROMA_EMBED_THREADS``."""
+    return max(1, cpu_count() // processes)
 
 
 def session_threads(explicit: int | None = None) -> int:

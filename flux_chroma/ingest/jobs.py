@@ -28,7 +28,16 @@ from flux_chroma.ingest.checkpoints import DeltaCheckpoint
 from flux_chroma.ingest.spec import digest_of
 from flux_chroma.seams import execution_store, register_workflow, save_execution
 
-__all__ = ["execution_base", "execution_id", "latest_run", "run_durable", "JobBusyError", "Progress", "committed_work"]
+__all__ = [
+    "execution_base",
+    "execution_id",
+    "latest_run",
+    "run_durable",
+    "JobBusyError",
+    "Progress",
+    "committed_work",
+    "job_lock_dir",
+]
 
 Progress = Callable[[Any], None]
 _RESUMABLE = {"CREATED", "RUNNING"}
@@ -59,11 +68,16 @@ def latest_run(base: str) -> tuple[int, dict[str, Any] | None]:
     return run, (manager.get_summary(execution_id(base, run)) if run else None)
 
 
-@contextmanager
-def _job_lock(base: str) -> Iterator[None]:
+def job_lock_dir() -> Path:
+    """Where running jobs hold their ``<execution base>.lock`` (under Flux's home)."""
     from flux.config import Configuration
 
-    folder = Path(Configuration.get().settings.home).expanduser() / "flux-chroma-locks"
+    return Path(Configuration.get().settings.home).expanduser() / "flux-chroma-locks"
+
+
+@contextmanager
+def _job_lock(base: str) -> Iterator[None]:
+    folder = job_lock_dir()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{base}.lock"
     with open(path, "a+") as handle:  # closing the file releases the lock

@@ -109,10 +109,10 @@ class LocalFleet:
         self.token = wait_for("the bootstrap token", self._bootstrap_token, self.processes, "flux-server")
         # The workers share this host's cores: each ONNX session gets its share, as
         # docs/deployment.md ("Embedding threads") advises, unless the caller set a value.
-        from flux_chroma.embedding.onnx_session import EMBED_THREADS_ENV, cpu_count
+        from flux_chroma.embedding.onnx_session import EMBED_THREADS_ENV, threads_per_process
 
         if EMBED_THREADS_ENV not in clean_env(self.keep_env, **self.worker_env):
-            self.worker_env[EMBED_THREADS_ENV] = str(max(1, cpu_count() // workers))
+            self.worker_env[EMBED_THREADS_ENV] = str(threads_per_process(workers))
         names = [f"worker-{n}" for n in range(1, workers + 1)]
         for name in names:
             self.start_worker(name)
