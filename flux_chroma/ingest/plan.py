@@ -68,17 +68,19 @@ def job_chunker(job: IngestJob) -> Chunker:
     return chunker_for(job.chunking, job.embedding_function)
 
 
-def chunks_of(unit: Unit, job: IngestJob) -> list[Chunk]:
+def chunks_of(unit: Unit, job: IngestJob, chunker: Chunker | None = None) -> list[Chunk]:
     """Cut one document into chunks with deterministic ids and citation metadata.
 
     Each chunk's metadata is the document's plus ``fc_start``/``fc_end`` (its character
     offsets in ``unit.text``), ``fc_heading`` (the Markdown heading path, when there is one)
-    and ``fc_page`` (1-based, when the unit has ``page_starts``).
+    and ``fc_page`` (1-based, when the unit has ``page_starts``). Pass ``chunker`` (the job's,
+    from :func:`job_chunker`) when cutting many documents: resolving it costs a file stat.
     """
+    chunker = chunker or job_chunker(job)
     key = doc_key_of(unit.doc_id)
     pages = unit.page_starts
     out = []
-    for i, piece in enumerate(job_chunker(job).pieces(unit.text, is_markdown(unit.metadata))):
+    for i, piece in enumerate(chunker.pieces(unit.text, is_markdown(unit.metadata))):
         meta = {**unit.metadata, "fc_start": piece.start, "fc_end": piece.end}
         if piece.heading:
             meta["fc_heading"] = piece.heading
@@ -88,11 +90,11 @@ def chunks_of(unit: Unit, job: IngestJob) -> list[Chunk]:
     return out
 
 
-def _plan_digest(total: _Combined, excluded: set[tuple[int, int]], job: IngestJob) -> str:
+def _plan_digest(total: _Combined, excluded: set[tuple[int, int]], chunker: Chunker) -> str:
     """The plan digest: the chunks' digests (in ``total``), the exclusions and the chunker."""
     for s, c in sorted(excluded):
         total.add(f"{s}:{c}")
-    total.add("chunker:" + digest_of(job_chunker(job).identity))
+    total.add("chunker:" + digest_of(chunker.identity))
     return total.hexdigest()
 
 
@@ -235,7 +237,7 @@ def build_plan(job: IngestJob | Mapping[str, Any], max_batch: int | None = None)
                 current.setdefault("exclude", []).append(unit.cursor)
             continue
         stats[s_idx]["docs"] += 1
-        chunks = chunks_of(unit, job)
+        chunks = chunks_of(unit, job, chunker)
         over = chunker.over_limit([c.text for c in chunks])
         if truncated is not None and over is not None:
             truncated += over
@@ -255,7 +257,7 @@ def build_plan(job: IngestJob | Mapping[str, Any], max_batch: int | None = None)
     for ref in batches:
         ref["of"] = len(batches)
     return {
-        "digest": _plan_digest(total, excluded, job),
+        "digest": _plan_digest(total, excluded, chunker),
         "chunks": chunk_total,
         "truncated": truncated,
         "chunker": chunker.identity,
@@ -281,12 +283,13 @@ def read_batch(job: IngestJob | Mapping[str, Any], ref: dict[str, Any]) -> list[
     job = IngestJob.from_dict(job)
     src = job.sources[ref["source"]]
     exclude = set(ref.get("exclude") or ())
+    chunker = job_chunker(job)
     out: list[Chunk] = []
     first = True
     for unit in iter_units(src, ref["cursor"], skip=exclude):
         if unit.cursor in exclude:
             continue
-        chunks = chunks_of(unit, job)
+        chunks = chunks_of(unit, job, chunker)
         if first:
             chunks = chunks[ref["skip"] :]
             first = False
@@ -305,9 +308,10 @@ def read_batch(job: IngestJob | Mapping[str, Any], ref: dict[str, Any]) -> list[
 def iter_chunks(job: IngestJob) -> Iterator[tuple[int, Chunk]]:
     """Every chunk of the job after the duplicate policy, as ``(source index, chunk)`` (streamed)."""
     excluded, _ = _duplicates(job)
+    chunker = job_chunker(job)
     for s_idx, unit, kept in _kept_units(job, excluded):
         if kept:
-            for chunk in chunks_of(unit, job):
+            for chunk in chunks_of(unit, job, chunker):
                 yield s_idx, chunk
 
 
@@ -329,13 +333,14 @@ def live_chunks(job: IngestJob) -> tuple[LiveSet, LiveSet, str]:
     live, docs = array("Q"), array("Q")
     total = _Combined()
     excluded, _ = _duplicates(job)
+    chunker = job_chunker(job)
     for _s_idx, unit, kept in _kept_units(job, excluded):
         docs.append(key64(doc_key_of(unit.doc_id)))  # excluded duplicates were seen too
         if kept:
-            for chunk in chunks_of(unit, job):
+            for chunk in chunks_of(unit, job, chunker):
                 live.append(key64(chunk.id))
                 total.add(chunk.digest())
-    digest = _plan_digest(total, excluded, job)
+    digest = _plan_digest(total, excluded, chunker)
     return LiveSet(np.unique(np.frombuffer(live, dtype=np.uint64))), LiveSet(np.unique(np.frombuffer(docs, dtype=np.uint64))), digest
 
 
