@@ -8,7 +8,6 @@ and costs one small ``get`` per query; an alias wins over a real collection of t
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -27,14 +26,11 @@ from flux_chroma.errors import (
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
 
-__all__ = ["REGISTRY_NAME", "RESERVED_PREFIX", "resolve_alias", "get_alias", "set_alias", "remove_alias", "list_aliases"]
+__all__ = ["REGISTRY_NAME", "resolve_alias", "get_alias", "set_alias", "remove_alias", "list_aliases"]
 
-RESERVED_PREFIX = "fc."
-"""Collection names starting with this are flux-chroma's own."""
 REGISTRY_NAME = "fc.aliases"
 _TARGET_KEY = "fc_target"
 
-_lock = threading.Lock()
 _handles: dict[tuple[ConnectionSettings, Namespace], Collection] = {}
 
 
@@ -62,14 +58,8 @@ def _registry(settings: ConnectionSettings, namespace: Namespace, *, create: boo
         if isinstance(mapped, CollectionNotFoundError) and not create:
             return None
         raise mapped from None
-    with _lock:
-        _handles[key] = handle
+    _handles[key] = handle  # one dict write: no lock needed (at worst a handle is built twice)
     return handle
-
-
-def _forget(settings: ConnectionSettings, namespace: Namespace) -> None:
-    with _lock:
-        _handles.pop((settings, namespace), None)
 
 
 def _lookup(
@@ -86,7 +76,7 @@ def _lookup(
             return {rid: dict(meta or {}) for rid, meta in zip(got["ids"], got["metadatas"] or [], strict=False)}
         except Exception as exc:  # noqa: BLE001
             mapped = classify_chroma_error(exc, action=action, url=settings.url)
-            _forget(settings, namespace)
+            _handles.pop((settings, namespace), None)
             if not isinstance(mapped, CollectionNotFoundError):
                 raise mapped from None
             # The registry was dropped (and maybe recreated): look once more by name.
@@ -197,7 +187,7 @@ def set_alias(
     try:
         registry.upsert(ids=[alias], embeddings=[[0.0]], documents=[target], metadatas=[meta])  # type: ignore[arg-type]
     except Exception as exc:  # noqa: BLE001
-        _forget(settings, namespace)
+        _handles.pop((settings, namespace), None)
         raise classify_chroma_error(exc, action=f"set alias {namespace.tenant}/{alias}", url=settings.url) from None
     return {"alias": alias, "target": target, "previous": previous}
 
@@ -213,6 +203,6 @@ def remove_alias(settings: ConnectionSettings, namespace: Namespace, alias: str)
     try:
         registry.delete(ids=[alias])
     except Exception as exc:  # noqa: BLE001
-        _forget(settings, namespace)
+        _handles.pop((settings, namespace), None)
         raise classify_chroma_error(exc, action=f"remove alias {namespace.tenant}/{alias}", url=settings.url) from None
     return True

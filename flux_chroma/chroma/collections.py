@@ -86,7 +86,7 @@ def forget_collection(target: Target) -> None:
     forget_database(target.settings, target.namespace.database)
 
 
-def _adopt(collection: Collection, pin: Pin, target: Target) -> Pin:
+def _adopt(collection: Collection, pin: Pin, target: Target) -> None:
     sample = collection.get(limit=1, include=["embeddings"])
     embeddings = sample.get("embeddings")
     if embeddings is not None and len(embeddings) > 0 and len(embeddings[0]) != pin.dimension:
@@ -94,10 +94,7 @@ def _adopt(collection: Collection, pin: Pin, target: Target) -> Pin:
             f"collection {target.label!r} holds {len(embeddings[0])}-dimensional vectors; the "
             f"configured embedding function makes {pin.dimension}. It cannot be adopted."
         )
-    metadata = dict(collection.metadata or {})
-    metadata.update(pin.to_metadata())
-    collection.modify(metadata=metadata)
-    return pin
+    collection.modify(metadata={**(collection.metadata or {}), **pin.to_metadata()})
 
 
 def _open(target: Target, ef: Any, space: str | None, *, create: bool, adopt: bool) -> Resolved:
@@ -127,9 +124,7 @@ def _open(target: Target, ef: Any, space: str | None, *, create: bool, adopt: bo
                 configuration={"hnsw": {"space": pin.space}},  # type: ignore[arg-type]
                 embedding_function=use_ef,
             )
-    except (CollectionNotFoundError, EmbeddingMismatchError):
-        raise
-    except Exception as exc:  # noqa: BLE001 - one place maps client errors
+    except Exception as exc:  # noqa: BLE001 - one place maps client errors (ours pass unchanged)
         raise classify_chroma_error(exc, action=action, url=settings.url) from None
 
     pinned = Pin.from_metadata(collection.metadata)
@@ -141,7 +136,8 @@ def _open(target: Target, ef: Any, space: str | None, *, create: bool, adopt: bo
                 "adopt=True in the task options to pin it to the configured embedding function."
             )
         use_ef = ef if ef is not None else _default_ef()
-        pinned = _adopt(collection, pin_for(use_ef, space or DEFAULT_SPACE), target)
+        pinned = pin_for(use_ef, space or DEFAULT_SPACE)
+        _adopt(collection, pinned, target)
         return Resolved(collection, pinned, use_ef)
     use_ef = ef if ef is not None else ef_from_pin(pinned, collection=target.label)
     configured = pin_for(use_ef, space or pinned.space)

@@ -14,11 +14,10 @@ from typing import Literal
 
 from flux_chroma.errors import InvalidNameError, TenantError
 
-__all__ = ["SEPARATOR", "Namespace", "TenantId", "validate_collection_name", "validate_tenant"]
+__all__ = ["SEPARATOR", "Namespace", "validate_collection_name", "validate_tenant"]
 
 SEPARATOR = "__"
 Tenancy = Literal["prefix", "database"]
-TenantId = str
 
 _TENANT_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _SHORT_RE = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -143,9 +142,8 @@ class Namespace:
 
     def owns(self, physical: str) -> bool:
         """True when a physical collection name belongs to this tenant's namespace."""
-        if self.tenancy == "database":
-            return True
-        return physical.startswith(self.prefix) and len(physical) > len(self.prefix)
+        prefix = self.prefix  # empty in database mode: every collection of the database
+        return not prefix or (physical.startswith(prefix) and len(physical) > len(prefix))
 
     def short(self, physical: str) -> str:
         """The tenant-relative name of one of this tenant's physical collections.

@@ -162,10 +162,8 @@ def ef_from_pin(pin: Pin, *, collection: str) -> Any:
         from flux_chroma.embedding import FastDefaultEmbedding
 
         return FastDefaultEmbedding()
-    try:
-        from chromadb.utils.embedding_functions import known_embedding_functions
-    except ImportError:  # pragma: no cover - chromadb layout guard
-        known_embedding_functions = {}
+    from chromadb.utils.embedding_functions import known_embedding_functions
+
     factory = known_embedding_functions.get(pin.name)
     if factory is None:
         raise EmbeddingMismatchError(

@@ -45,12 +45,12 @@ def find_chroma() -> str:
     )
 
 
-def terminate(proc: subprocess.Popen[bytes], grace: float) -> None:
-    """SIGTERM the child's process group, wait ``grace`` seconds, then SIGKILL it."""
+def terminate(proc: subprocess.Popen[bytes], grace: float, sig: int = signal.SIGTERM) -> None:
+    """Send ``sig`` to the child's process group, wait ``grace`` seconds, then SIGKILL it."""
     if proc.poll() is None:
         # Not reaped yet, so the pid (== process group id) cannot have been reused.
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
+            os.killpg(proc.pid, sig)
         try:
             proc.wait(timeout=grace)
         except subprocess.TimeoutExpired:

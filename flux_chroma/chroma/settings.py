@@ -168,11 +168,10 @@ class ConnectionSettings:
             ):
                 raise ConfigurationError("FLUX_CHROMA_HEADERS must be a JSON object of strings.")
             merged.update(parsed)
-        if headers:
-            for key, value in headers.items():
-                if not isinstance(key, str) or not isinstance(value, str):
-                    raise ConfigurationError(f"headers= values must be strings (header {key!r}).")
-                merged[key] = value
+        for key, value in (headers or {}).items():
+            if not isinstance(key, str) or not isinstance(value, str):
+                raise ConfigurationError(f"headers= values must be strings (header {key!r}).")
+            merged[key] = value
         token = token if token is not None else os.environ.get("FLUX_CHROMA_TOKEN")
         if token:
             merged["Authorization"] = f"Bearer {token}"

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Self
 
+from flux_chroma.chroma.process import terminate
 from flux_chroma.errors import ServerStartError
 
 __all__ = ["LocalPostgres", "postgres_bin_dir", "PostgresUnavailable", "free_port"]
@@ -140,16 +141,8 @@ class LocalPostgres:
 
     def stop(self) -> None:
         """Fast shutdown (SIGINT to the server), SIGKILL of its process group after 15 s; remove the folder."""
-        proc = self.proc
-        if proc is not None and proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGINT)  # postgres: fast shutdown
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
-            except ProcessLookupError:
-                pass
+        if self.proc is not None:
+            terminate(self.proc, 15, signal.SIGINT)  # SIGINT: postgres's fast shutdown
         shutil.rmtree(self.root, ignore_errors=True)
 
     def __enter__(self) -> Self:

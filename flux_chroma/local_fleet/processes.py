@@ -88,10 +88,9 @@ class Processes:
 
     def log_tail(self, name: str, lines: int = 15) -> str:
         """The last lines of one process's output."""
-        for proc_name, _, log in self.procs:
-            if proc_name == name and log.exists():
-                return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
-        return ""
+        log = self.workdir / name / "output.log"  # where start() sends it
+        text = log.read_text(errors="replace") if log.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
 
     def signal(self, name: str, sig: int, *, forget: bool = False) -> None:
         """Send ``sig`` to the process group of ``name`` and wait for it to end.
