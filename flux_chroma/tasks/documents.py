@@ -16,7 +16,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from itertools import pairwise
 from typing import Any, TypedDict
 
@@ -26,7 +26,7 @@ from flux_chroma.ingest.chunking import doc_key_of
 from flux_chroma.tasks.context import use_collection
 from flux_chroma.tasks.decorator import chroma_task
 from flux_chroma.tasks.reader import public_metadata
-from flux_chroma.tasks.validation import utf8_problem
+from flux_chroma.tasks.validation import utf8_problem, validate_where
 
 __all__ = [
     "DocumentEntry",
@@ -157,10 +157,6 @@ def _pages(collection: Any, **kwargs: Any) -> Iterator[Any]:
         offset += _PAGE
 
 
-def _scan_ids(collection: Any, keep: Callable[[str], bool]) -> list[str]:
-    return [str(i) for got in _pages(collection, include=[]) for i in got["ids"] if keep(str(i))]
-
-
 def _chunks_of(collection: Any, doc_key: str, hint: dict[str, Any] | None) -> list[tuple[str, str | None, dict[str, Any] | None]]:
     """Every chunk of document ``doc_key``, in index order (empty when it has none)."""
 
@@ -176,7 +172,7 @@ def _chunks_of(collection: Any, doc_key: str, hint: dict[str, Any] | None) -> li
         got = collection.get(where={"$and": [{_SOURCE_KEY: source}, {"path": path}]}, include=[])
         ids = [str(i) for i in got["ids"] if mine(str(i))]
     if not ids:
-        ids = _scan_ids(collection, mine)
+        ids = [i for got in _pages(collection, include=[]) for i in map(str, got["ids"]) if mine(i)]
     rows: list[tuple[str, str | None, dict[str, Any] | None]] = []
     for start in range(0, len(ids), _PAGE):
         rows += _rows(collection.get(ids=ids[start : start + _PAGE], include=["documents", "metadatas"]))
@@ -318,8 +314,6 @@ async def list_documents(collection: str, where: dict[str, Any] | None = None) -
     Raises:
         InvalidQueryError: A malformed filter.
     """
-    from flux_chroma.tasks.validation import validate_where
-
     validate_where(where)
 
     def read(resolved: Resolved) -> list[DocumentEntry]:

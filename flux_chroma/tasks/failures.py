@@ -8,7 +8,7 @@ from typing import Any
 
 from flux.errors import ExecutionTimeoutError, RetryError
 
-from flux_chroma.errors import ChromaUnavailableError, FluxChromaError
+from flux_chroma.errors import ChromaUnavailableError, FluxChromaError, _restore_error
 
 __all__ = ["final_error", "scrub", "unrecordable"]
 
@@ -23,11 +23,7 @@ def final_error(exc: BaseException, attempts: int) -> FluxChromaError:
             "overloaded or frozen; raise timeout= or check the server."
         )
     if isinstance(inner, FluxChromaError):
-        if not suffix:
-            return inner
-        err = inner.__class__.__new__(inner.__class__)
-        FluxChromaError.__init__(err, f"{inner.message}{suffix}")
-        return err
+        return _restore_error(inner.__class__, f"{inner.message}{suffix}", {}) if suffix else inner
     text = str(inner) if inner is not None and str(inner) not in ("", "None") else type(inner).__name__
     return FluxChromaError(f"{type(inner).__name__}: {text}{suffix}")
 
@@ -94,7 +90,5 @@ def scrub(ex: Exception, credentials: list[str]) -> Exception:
         text = text.replace(secret, "***")
     if text == ex.message:
         return ex
-    clean = ex.__class__.__new__(ex.__class__)
-    FluxChromaError.__init__(clean, text)
-    clean.__dict__.update({k: v for k, v in ex.__dict__.items() if k not in ("_message", "_inner_exception")})
-    return clean
+    kept = {k: v for k, v in ex.__dict__.items() if k not in ("_message", "_inner_exception")}
+    return _restore_error(ex.__class__, text, kept)

@@ -96,15 +96,8 @@ def escape_regex(text: str) -> str:
 
     A pasted sentence may have been wrapped differently from the stored text.
     """
-    parts = []
-    for chunk in re.split(r"(\s+)", text):
-        if not chunk:
-            continue
-        if chunk.isspace():
-            parts.append(r"\s+")
-        else:
-            parts.append("".join("\\" + ch if ch in _REGEX_META else ch for ch in chunk))
-    return "".join(parts)
+    escaped = "".join("\\" + ch if ch in _REGEX_META else ch for ch in text)
+    return re.sub(r"\s+", lambda _: r"\s+", escaped)
 
 
 def phrase_regex(text: str) -> dict[str, Any]:

@@ -129,13 +129,13 @@ class ChromaOptions:
         """These options' :class:`~flux_chroma.tasks.writer.WriteOptions`, with ``overrides``."""
         from flux_chroma.tasks.writer import WriteOptions
 
-        fields_: dict[str, Any] = {
+        return WriteOptions(**{
             "ef": self.embedding_function,
             "cache": self.embedding_cache(),
             "space": self.space,
             "adopt": self.adopt,
-        }
-        return WriteOptions(**{**fields_, **overrides})
+            **overrides,
+        })
 
     def embedding_cache(self) -> Any:
         """This process's shared :class:`EmbeddingCache` when ``cache=True``, else ``None``."""

@@ -16,6 +16,7 @@ from flux_chroma.errors import InvalidQueryError
 from flux_chroma.tasks import hybrid
 from flux_chroma.tasks.results import Hit
 from flux_chroma.tasks.validation import RESERVED_PREFIX
+from flux_chroma.tasks.writer import make_embedder
 
 __all__ = ["CITATION_KEYS", "Hit", "citation", "public_metadata", "query_collection"]
 
@@ -142,10 +143,14 @@ class _Search:
         return _hits(dict(result), 0)
 
     def hybrid(
-        self, question: str, vector: Any, n: int, sent: Future[dict[str, str]] | None, pool: ThreadPoolExecutor
+        self,
+        found: list[hybrid.Probe],
+        vector: Any,
+        n: int,
+        sent: Future[dict[str, str]],
+        pool: ThreadPoolExecutor,
     ) -> tuple[list[Hit], bool]:
-        found = hybrid.probes(question, limit=hybrid.MAX_PROBES)
-        texts = sent.result() if sent is not None else self.matches(found)
+        texts = sent.result()
         folded = {i: hybrid.fold(t) for i, t in texts.items()}
         holding = [[i for i, t in texts.items() if hybrid.contains(p, t, folded[i])] for p in found]
         # Ranked by vector: the records of rare probes (< n matches) and of exact phrases;
@@ -155,7 +160,6 @@ class _Search:
         ranked = pool.submit(self.by_ids, vector, sorted(chosen), n * max(1, len(found)))
         dense = self.dense([vector], n)[0]
         matched = ranked.result()
-        full = [len(ids) >= n for ids in holding]
         lists = [dense] + [[h for h in matched if hybrid.contains(p, h["document"])][:n] for p in found]
         by_id: dict[str, Hit] = {}
         for hits in lists:
@@ -164,10 +168,10 @@ class _Search:
         weights = [1.0] + [p.weight for p in found]
         order = hybrid.fuse(
             [([h["id"] for h in hits], w) for hits, w in zip(lists, weights, strict=True)],
-            full=[False, *full],
+            full=[False] + [len(ids) >= n for ids in holding],
             exact=[False] + [p.kind in ("quoted", "phrase") for p in found],
         )
-        return [by_id[rid] for rid in order], len(lists[0]) >= n
+        return [by_id[rid] for rid in order], len(dense) >= n
 
 
 def query_collection(
@@ -201,14 +205,7 @@ def query_collection(
     full_where = _and(where, hybrid.path_prefix_filter(path_prefix) if path_prefix else None)
 
     def run(resolved: Resolved) -> tuple[list[list[Hit]], dict[str, Any]]:
-        from flux_chroma.embedding.embedder import CachingEmbedder
-
-        embedder = CachingEmbedder(
-            resolved.ef,
-            cache=cache,
-            digest=resolved.pin.fingerprint.digest,
-            dimension=resolved.pin.dimension,
-        )
+        embedder = make_embedder(resolved, cache)
         search = _Search(resolved, full_where, where_document)
         out: list[list[Hit]] = []
         with (
@@ -219,16 +216,14 @@ def query_collection(
             # The full-text requests need no vector: they run while the questions are embedded.
             early = mode == "hybrid"
             found = [hybrid.probes(q, limit=hybrid.MAX_PROBES) for q in questions] if early else []
-            sent: list[Future[dict[str, str]] | None] = [None] * len(questions)
-            for index, probed in enumerate(found):  # the full-text requests go out first
-                sent[index] = text_pool.submit(search.matches, probed)
+            sent = [text_pool.submit(search.matches, probed) for probed in found]
             embedded = embedder.embed(questions)
 
             def ranked(index: int, n: int) -> tuple[list[Hit], bool]:
                 """Candidates for question ``index``, and whether more may exist beyond ``n``."""
                 vector = embedded.vectors[index]
                 if mode == "hybrid":
-                    return search.hybrid(questions[index], vector, n, sent[index], rank_pool)
+                    return search.hybrid(found[index], vector, n, sent[index], rank_pool)
                 hits = search.dense([vector], n)[0]
                 return hits, len(hits) >= n
 

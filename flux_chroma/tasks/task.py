@@ -182,13 +182,8 @@ class ChromaTask(task):
         chroma, flux = split_options(f"{self.definition.__name__}.with_options()", kwargs)
         merged = self._flux_options()
         merged.update({k: v for k, v in flux.items() if v is not None})
-        name = flux.get("name") or self._explicit_name
-        return ChromaTask(
-            self.definition,
-            replace(self.options, **chroma),
-            name=name,
-            **{k: v for k, v in merged.items() if k != "name"},
-        )
+        name = merged.pop("name", None) or self._explicit_name
+        return ChromaTask(self.definition, replace(self.options, **chroma), name=name, **merged)
 
     async def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the task through Flux (records events, replays, retries).

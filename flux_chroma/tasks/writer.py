@@ -66,78 +66,64 @@ class _Tally:
     truncated: int = 0
     embed_seconds: float = 0.0
     batches: int = 0
-    written_ids: list[str] = field(default_factory=list)
 
 
-@dataclass
-class _Prepared:
-    """One server batch, decided, not yet written: ``todo`` (new or changed) and its metadata."""
-
-    todo: list[Document]
-    metadatas: list[dict[str, Any]]
-    added: int
-    updated: int
-    skipped: int
-
-
-def _make_embedder(resolved: Resolved, opts: WriteOptions) -> Any:
+def make_embedder(resolved: Resolved, cache: Any) -> Any:
+    """A :class:`CachingEmbedder` for ``resolved``'s pinned function, through ``cache``."""
     from flux_chroma.embedding.embedder import CachingEmbedder
 
     return CachingEmbedder(
         resolved.ef,
-        cache=opts.cache,
+        cache=cache,
         digest=resolved.pin.fingerprint.digest,
         dimension=resolved.pin.dimension,
     )
 
 
-def _prepare_batch(resolved: Resolved, docs: Sequence[Document], opts: WriteOptions) -> _Prepared:
-    """Ask the server what it holds for ``docs`` and decide what to write; nothing is written."""
-    ids = [d.id for d in docs]
-    stored = resolved.collection.get(ids=ids, include=["metadatas"])
+def _write_batch(
+    resolved: Resolved,
+    docs: Sequence[Document],
+    opts: WriteOptions,
+    embedder: Callable[[], Any],
+    tally: _Tally,
+) -> None:
+    """Ask the server what it holds for ``docs`` (one ``get``), then embed and upsert the rest."""
+    stored = resolved.collection.get(ids=[d.id for d in docs], include=["metadatas"])
     existing: dict[str, dict[str, Any]] = {
         rid: dict(meta or {})
         for rid, meta in zip(stored["ids"], stored["metadatas"] or [], strict=False)
     }
-    out = _Prepared([], [], 0, 0, 0)
+    todo: list[Document] = []
+    metadatas: list[dict[str, Any]] = []
     for doc in docs:
         digest = content_hash(doc)
         old = existing.get(doc.id)
         if opts.skip_unchanged and old is not None and old.get(HASH_KEY) == digest:
-            out.skipped += 1
+            tally.skipped += 1
             continue
         own = opts.record_metadata.get(doc.id, {})
         meta: dict[str, Any] = {**doc.metadata, **opts.extra_metadata, **own, HASH_KEY: digest}
         if old is not None:
             for stale in set(old) - set(meta):
                 meta[stale] = None  # upsert merges metadata: delete keys that disappeared
-            out.updated += 1
+            tally.updated += 1
         else:
-            out.added += 1
-        out.todo.append(doc)
-        out.metadatas.append(meta)
-    return out
-
-
-def _commit_batch(resolved: Resolved, prepared: _Prepared, embedder: Callable[[], Any], tally: _Tally) -> None:
-    """Embed (through the cache), then upsert one prepared batch."""
-    tally.skipped += prepared.skipped
-    tally.added += prepared.added
-    tally.updated += prepared.updated
-    if not prepared.todo:
+            tally.added += 1
+        todo.append(doc)
+        metadatas.append(meta)
+    if not todo:
         return
-    result = embedder().embed([d.text for d in prepared.todo])
+    result = embedder().embed([d.text for d in todo])
     tally.hits += result.hits
     tally.misses += result.misses
     tally.truncated += result.truncated
     tally.embed_seconds += result.seconds
     resolved.collection.upsert(
-        ids=[d.id for d in prepared.todo],
+        ids=[d.id for d in todo],
         embeddings=result.vectors,
-        documents=[d.text for d in prepared.todo],
-        metadatas=prepared.metadatas,  # type: ignore[arg-type]
+        documents=[d.text for d in todo],
+        metadatas=metadatas,  # type: ignore[arg-type]
     )
-    tally.written_ids.extend(d.id for d in prepared.todo)
 
 
 def write_documents(
@@ -157,15 +143,13 @@ def write_documents(
     def run(resolved: Resolved) -> tuple[Resolved, _Tally]:
         tally = _Tally()  # fresh per attempt: a re-resolution starts the count over
         size = max(1, int(collection_server(resolved.collection).get_max_batch_size()))
-        embedder = functools.cache(lambda: _make_embedder(resolved, opts))
-        done = 0
+        embedder = functools.cache(lambda: make_embedder(resolved, opts.cache))
         for start in range(0, len(docs), size):
             chunk = docs[start : start + size]
-            _commit_batch(resolved, _prepare_batch(resolved, chunk, opts), embedder, tally)
+            _write_batch(resolved, chunk, opts, embedder, tally)
             tally.batches += 1
-            done += len(chunk)
             if progress is not None:
-                progress(done, len(docs))
+                progress(start + len(chunk), len(docs))
         return resolved, tally
 
     resolved, tally = with_collection(
