@@ -194,8 +194,7 @@ def set_alias(
 
 def remove_alias(settings: ConnectionSettings, namespace: Namespace, alias: str) -> bool:
     """Remove an alias; True when it existed (readers then use the collection of that name)."""
-    validate_collection_name(alias)
-    if get_alias(settings, namespace, alias) is None:
+    if get_alias(settings, namespace, alias) is None:  # validates the name
         return False
     registry = _registry(settings, namespace, create=False)
     if registry is None:

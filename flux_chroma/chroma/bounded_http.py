@@ -71,16 +71,11 @@ class _DeadlineStream(httpcore.NetworkStream):
         return self._inner.get_extra_info(info)
 
 
-def _connected(stream: httpcore.NetworkStream) -> httpcore.NetworkStream:
-    """Bound a fresh connection; the budget counts from a ready connection."""
-    budget: float | None = getattr(_state, "budget", None)
-    if budget is not None:
-        _state.end = time.monotonic() + budget
-    return _DeadlineStream(stream)
-
-
 class _DeadlineBackend(httpcore.NetworkBackend):
-    """httpcore's sync backend, every stream bounded by the current request's deadline."""
+    """httpcore's sync backend, every stream bounded by the current request's deadline.
+
+    TCP only: the pool below is built without ``uds``, so no Unix socket is ever opened.
+    """
 
     def __init__(self) -> None:
         self._inner = httpcore.SyncBackend()
@@ -93,17 +88,11 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.NetworkStream:
-        return _connected(
-            self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
-        )
-
-    def connect_unix_socket(
-        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
-    ) -> httpcore.NetworkStream:
-        return _connected(self._inner.connect_unix_socket(path, timeout, socket_options))
-
-    def sleep(self, seconds: float) -> None:
-        self._inner.sleep(seconds)
+        stream = self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
+        budget: float | None = getattr(_state, "budget", None)
+        if budget is not None:
+            _state.end = time.monotonic() + budget  # the budget counts from a ready connection
+        return _DeadlineStream(stream)
 
 
 def _transport(verify: bool, limits: httpx.Limits) -> httpx.HTTPTransport:

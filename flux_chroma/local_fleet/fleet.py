@@ -11,7 +11,7 @@ import json
 import signal
 import time
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, cast
 
 import httpx
 
@@ -218,8 +218,7 @@ class LocalFleet:
         with path.open("rb") as source:
             response = self.http.post("/workflows", files={"file": (path.name, source, "text/x-python")})
         response.raise_for_status()
-        result: list[dict[str, Any]] = response.json()
-        return result
+        return cast(list[dict[str, Any]], response.json())
 
     def run_sync(self, ref: str, payload: Any) -> dict[str, Any]:
         """Run ``namespace/name`` and wait for its answer (``flux workflow run --mode sync``).
@@ -245,8 +244,7 @@ class LocalFleet:
         params = {"detailed": "true"} if detailed else {}
         response = httpx.get(f"{self.url}/executions/{execution_id}", params=params, timeout=10)
         response.raise_for_status()
-        data: dict[str, Any] = response.json()
-        return data
+        return cast(dict[str, Any], response.json())
 
     def wait_terminal(self, execution_id: str, guard: float) -> dict[str, Any]:
         """Poll until the execution ends; ``TimeoutError`` after ``guard`` seconds."""
