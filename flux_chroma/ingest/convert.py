@@ -17,7 +17,7 @@ import re
 import stat
 import zipfile
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from importlib.util import find_spec
@@ -43,9 +43,11 @@ PLAIN_NAMES = (
 )  # fmt: skip
 """Extension-less file names read as plain text, also with a suffix (``README.Debian``, ``changelog.Debian.gz``)."""
 
-_TEXT = {".md": "md", ".markdown": "md", ".txt": "txt", ".text": "txt", ".rst": "txt"}
-_HTML = (".html", ".htm", ".xhtml")
-_DOCUMENTS = {".pdf": "pdf", ".docx": "docx", ".pptx": "pptx"}
+_FORMATS = {
+    ".md": "md", ".markdown": "md", ".txt": "txt", ".text": "txt", ".rst": "txt", ".html": "html",
+    ".htm": "html", ".xhtml": "html", ".pdf": "pdf", ".docx": "docx", ".pptx": "pptx",
+}  # fmt: skip
+_DOCUMENTS = ("pdf", "docx", "pptx")
 _DROP_TAGS = ("script", "style", "noscript", "template", "nav", "aside", "form", "iframe", "svg", "button", "head")
 _NAV_CLASS = re.compile(r"(^|[-_\s])nav|^(header|footer)$", re.IGNORECASE)  # texinfo: nav-panel, header
 _LONG_RUN = re.compile(rf"\S{{{MAX_RUN + 1}}}")
@@ -97,10 +99,10 @@ def default_globs() -> list[str]:
     Markdown, text, reStructuredText and HTML (also gzipped), PDF/DOCX/PPTX when
     :func:`documents_available`, and the names of :data:`PLAIN_NAMES`.
     """
-    suffixes = [*_TEXT, *_HTML]
+    suffixes = [s for s, fmt in _FORMATS.items() if fmt not in _DOCUMENTS]
     globs = [f"**/*{s}" for s in suffixes] + [f"**/*{s}.gz" for s in suffixes]
     if documents_available():
-        globs += [f"**/*{s}" for s in _DOCUMENTS]
+        globs += [f"**/*{s}" for s, fmt in _FORMATS.items() if fmt in _DOCUMENTS]
     for name in PLAIN_NAMES:
         globs += [f"**/{name}", f"**/{name}.*"]
     return globs
@@ -115,14 +117,7 @@ def format_of(name: str) -> tuple[str, bool]:
     """
     gzipped = name.lower().endswith(".gz")
     inner = name[:-3] if gzipped else name
-    suffix = PurePosixPath(inner).suffix.lower()
-    if suffix in _TEXT:
-        return _TEXT[suffix], gzipped
-    if suffix in _HTML:
-        return "html", gzipped
-    if suffix in _DOCUMENTS:
-        return _DOCUMENTS[suffix], gzipped
-    return "txt", gzipped
+    return _FORMATS.get(PurePosixPath(inner).suffix.lower(), "txt"), gzipped
 
 
 def _size(n: int) -> str:
@@ -226,49 +221,45 @@ def _html(data: bytes) -> tuple[str, str | None]:
     return text, title or None
 
 
-def _zip_checked(data: bytes, what: str) -> None:
-    """Refuse a DOCX/PPTX that is not a zip archive, or that expands past the limit."""
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            total = sum(info.file_size for info in archive.infolist())
-    except zipfile.BadZipFile:
-        raise _Skip(f"not a valid {what} file (not a zip archive; an old binary .doc/.ppt, or encrypted?)") from None
-    if total > MAX_EXPANDED_MB * _MIB:
-        raise _Skip(f"a decompression bomb: its parts expand to {_size(total)}, over the {MAX_EXPANDED_MB} MiB limit")
-
-
-def _core_title(data: bytes) -> str | None:
-    """The ``dc:title`` of an Office file's ``docProps/core.xml``."""
+def _office_title(data: bytes, what: str) -> str | None:
+    """The ``dc:title`` of a DOCX/PPTX, refusing one that is not a zip or expands past the limit."""
     import defusedxml.ElementTree as SafeTree
 
     try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except zipfile.BadZipFile:
+        raise _Skip(
+            f"not a valid {what} file (not a zip archive; an old binary .doc/.ppt, or encrypted?)"
+        ) from None
+    with archive:
+        total = sum(info.file_size for info in archive.infolist())
+        if total > MAX_EXPANDED_MB * _MIB:
+            raise _Skip(
+                f"a decompression bomb: its parts expand to {_size(total)}, over the "
+                f"{MAX_EXPANDED_MB} MiB limit"
+            )
+        try:
             root = SafeTree.fromstring(archive.read("docProps/core.xml"))
-    except (KeyError, zipfile.BadZipFile, SafeTree.ParseError):
-        return None
+        except (KeyError, zipfile.BadZipFile, SafeTree.ParseError):
+            return None
     node = root.find("{http://purl.org/dc/elements/1.1/}title")
     return (node.text or "").strip() or None if node is not None else None
 
 
 def _pdf_title(data: bytes) -> str | None:
-    import pypdfium2
-
-    document = pypdfium2.PdfDocument(data)
-    try:
-        return str(document.get_metadata_dict().get("Title") or "").strip() or None
-    finally:
-        document.close()
-
-
-def _pdf_check(data: bytes) -> None:
+    """The ``Title`` of a PDF, refusing an encrypted or broken one."""
     import pypdfium2
 
     try:
-        pypdfium2.PdfDocument(data).close()
+        document = pypdfium2.PdfDocument(data)
     except pypdfium2.PdfiumError as exc:
         if "password" in str(exc).lower():
             raise _Skip("an encrypted PDF (it needs a password); decrypt it first") from None
         raise _Skip(f"not a valid PDF ({exc})") from None
+    try:
+        return str(document.get_metadata_dict().get("Title") or "").strip() or None
+    finally:
+        document.close()
 
 
 @cache
@@ -283,26 +274,19 @@ def _document(data: bytes, fmt: str) -> tuple[str, str | None, tuple[int, ...]]:
         raise _Skip(f"a {fmt.upper()} file: converting it needs the documents extra ({INSTALL_HINT})")
     from markitdown import StreamInfo
 
-    if fmt == "pdf":
-        _pdf_check(data)
-    else:
-        _zip_checked(data, fmt.upper())
+    own_title = _pdf_title(data) if fmt == "pdf" else _office_title(data, fmt.upper())
     try:
         result = _markitdown().convert_stream(io.BytesIO(data), stream_info=StreamInfo(extension=f".{fmt}"))
     except Exception as exc:  # noqa: BLE001 - markitdown and its parsers raise many types; each is a skip
         raise _Skip(f"{fmt.upper()} conversion failed ({type(exc).__name__}: {str(exc).strip()[:200]})") from None
     text = str(result.markdown or "")
     pages: tuple[int, ...] = ()
-    title = result.title
     if fmt == "pdf":
         if "\f" in text:  # pdfminer separates pages with form feeds: keep offsets, drop the character
             pages = (0, *(m.end() for m in re.finditer("\f", text) if m.end() < len(text)))
             text = text.replace("\f", "\n")
-        title = title or _pdf_title(data)
         if not text.strip():
             raise _Skip("a PDF without a text layer (scanned pages?); OCR it first")
-    else:
-        title = title or _core_title(data)
     if fmt == "pptx":  # markitdown marks slides with comments: slide offsets are the pages
         parts = _SLIDE.split(text)
         text, starts = "", []
@@ -310,7 +294,7 @@ def _document(data: bytes, fmt: str) -> tuple[str, str | None, tuple[int, ...]]:
             starts.append(len(text))
             text += part.strip("\n") + "\n\n"
         pages = tuple(starts) if len(parts) > 1 else ()
-    return text, title, pages
+    return text, result.title or own_title, pages
 
 
 def _convert(data: bytes, fmt: str, encoding: str) -> Converted:
@@ -353,7 +337,8 @@ def read_file(path: str, name: str, encoding: str = "utf-8") -> Converted | Skip
     except _Skip as skip:
         return Skipped(str(skip))
     if gzipped:
-        converted = Converted(converted.text, converted.format, "+".join(filter(None, ("gzip", converted.converter))), converted.title, converted.page_starts)
+        converter = "+".join(filter(None, ("gzip", converted.converter)))
+        converted = replace(converted, converter=converter)
     if key is not None:
         while len(_RECENT) >= _RECENT_SIZE:
             del _RECENT[next(iter(_RECENT))]

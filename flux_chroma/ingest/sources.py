@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from flux_chroma.errors import ConfigurationError, InvalidDocumentError, SourceChangedError
-from flux_chroma.ingest.convert import Converted, default_globs, read_file
+from flux_chroma.ingest.convert import Converted, Skipped, default_globs, read_file
 from flux_chroma.tasks.validation import utf8_problem, validate_metadata
 
 __all__ = [
@@ -166,10 +166,11 @@ def normalize_source(raw: Any, position: int) -> dict[str, Any]:
             f"sources[{position}].relocate must be true or false, got {relocate!r} (true lets this source "
             "take over the records its id holds from another location, e.g. a folder that moved)."
         )
+    if kind in BUILTIN_KINDS and "path" not in src:
+        what = "the directory" if kind == "files" else "the .jsonl file"
+        raise ConfigurationError(f"sources[{position}] ({kind}) needs 'path': {what} to read.")
     if kind == "files":
         allowed = {"kind", "id", "path", "glob", "exclude", "encoding"}
-        if "path" not in src:
-            raise ConfigurationError(f"sources[{position}] (files) needs 'path': the directory to read.")
         path = _absolute(src["path"])
         globs = _patterns(src["glob"] if "glob" in src else default_globs(), f"sources[{position}].glob", path)
         excludes = _patterns(src.get("exclude", []), f"sources[{position}].exclude", path, empty=True)
@@ -179,8 +180,6 @@ def normalize_source(raw: Any, position: int) -> dict[str, Any]:
             src["exclude"] = excludes
     elif kind == "jsonl":
         allowed = {"kind", "id", "path", "id_field", "text_field", "metadata_field"}
-        if "path" not in src:
-            raise ConfigurationError(f"sources[{position}] (jsonl) needs 'path': the .jsonl file to read.")
         path = _absolute(src["path"])
         src.update(
             path=str(path),
@@ -315,7 +314,7 @@ def _file_units(src: dict[str, Any], start: int, skip: Container[int], on_skip: 
         rel = names[position]
         path = root / rel
         if path.is_dir() and not path.is_symlink():
-            result: Any = SkippedUnit(position, rel, "a folder that cannot be listed (permission denied)")
+            result: Converted | Skipped = Skipped("a folder that cannot be listed (permission denied)")
         else:
             result = read_file(str(path), rel, src["encoding"])
         if isinstance(result, Converted):
