@@ -79,7 +79,7 @@ def _key(namespace: str, text: str) -> str:
     return f"{namespace}:{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()}"
 
 
-def _check(key: str, dimension: int, payload: bytes, tokens: int | None = _NO_TOKENS) -> bytes:
+def _check(key: str, dimension: int, payload: bytes, tokens: int | None) -> bytes:
     h = hashlib.sha256(key.encode())
     if tokens is None:  # the token-less format of earlier versions
         h.update(_MAGIC_V1)

@@ -3,6 +3,7 @@ that never waits long for a lock held by another process."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import sqlite3
 import time
@@ -88,8 +89,7 @@ class BoundedCache(diskcache.Cache):  # type: ignore[misc]
         """Read ``str`` keys without the write lock: values (``None``: absent) and found row ids."""
         found: dict[str, tuple[int, Any]] = {}
         now = time.time()
-        for begin in range(0, len(keys), _SELECT_CHUNK):
-            part = list(keys[begin : begin + _SELECT_CHUNK])
+        for part in itertools.batched(keys, _SELECT_CHUNK):
             marks = ",".join("?" * len(part))
             rows = cache_sql(self)(
                 "SELECT rowid, key, mode, filename, value FROM Cache WHERE raw = 1"
@@ -109,8 +109,7 @@ class BoundedCache(diskcache.Cache):  # type: ignore[misc]
         con.execute("PRAGMA busy_timeout = 0")
         try:
             now = time.time()
-            for begin in range(0, len(rowids), _SELECT_CHUNK):
-                part = list(rowids[begin : begin + _SELECT_CHUNK])
+            for part in itertools.batched(rowids, _SELECT_CHUNK):
                 marks = ",".join("?" * len(part))
                 con.execute(
                     f"UPDATE Cache SET access_time = ? WHERE rowid IN ({marks})", (now, *part)

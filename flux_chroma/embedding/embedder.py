@@ -19,6 +19,7 @@ from flux_chroma.embedding.fast_default import (
     local_model_dir,
 )
 from flux_chroma.embedding.identity import (
+    _stated_name,
     cache_namespace,
     compute_fingerprint,
     uncacheable_reason,
@@ -56,12 +57,8 @@ class EmbedResult:
 
 def _ef_label(ef: Any) -> str:
     """``ClassName ('registry-name')`` of an embedding function, for messages."""
-    try:
-        name = ef.name()
-    except Exception:  # noqa: BLE001 - legacy functions have no name()
-        name = None
-    kind = type(ef).__name__
-    return f"{kind} ({name!r})" if isinstance(name, str) and name != kind else kind
+    name, kind = _stated_name(ef), type(ef).__name__
+    return f"{kind} ({name!r})" if name is not None and name != kind else kind
 
 
 class CachingEmbedder:
@@ -123,17 +120,6 @@ class CachingEmbedder:
             self._cache_namespace, self._namespace_known = namespace, True
         return self._cache_namespace, self._dimension
 
-    def _lookup(
-        self, namespace: str | None, dim: int, unique: list[str]
-    ) -> tuple[list[npt.NDArray[np.float32] | None], list[int | None]]:
-        found: list[npt.NDArray[np.float32] | None] = [None] * len(unique)
-        counts: list[int | None] = [None] * len(unique)  # tokens before truncation
-        if self.cache is not None and namespace is not None and unique:
-            for u, entry in enumerate(self.cache.lookup(namespace, unique, dim)):
-                if entry is not None:
-                    found[u], counts[u] = entry
-        return found, counts
-
     def embed(self, texts: Sequence[str]) -> EmbedResult:
         """Embed texts, serving repeats from the cache and embedding each distinct text once.
 
@@ -154,22 +140,21 @@ class CachingEmbedder:
         namespace, dim = self._namespace()
         unique = list(dict.fromkeys(items))
         first = {text: u for u, text in enumerate(unique)}
-        found, counts = self._lookup(namespace, dim, unique)
+        entries: list[tuple[npt.NDArray[np.float32], int | None] | None] = [None] * len(unique)
+        if self.cache is not None and namespace is not None:
+            entries = self.cache.lookup(namespace, unique, dim)
+        found = [None if e is None else e[0] for e in entries]
+        counts = [None if e is None else e[1] for e in entries]  # tokens before truncation
         todo = [u for u, vector in enumerate(found) if vector is None]
-        # Token counts come from the cache for hits; the tokenizer runs only for the rest.
-        if self._counter is not None:
-            uncounted = [u for u, n in enumerate(counts) if n is None]
-            if uncounted:
-                fresh = self._counter.token_counts([unique[u] for u in uncounted])
-                for u, n in zip(uncounted, fresh, strict=True):
-                    counts[u] = n
-                # Hits cached without a count (older entries) are rewritten with it.
-                older = [u for u in uncounted if found[u] is not None]
-                if self.cache is not None and namespace is not None and older:
-                    rows = [v for v in (found[u] for u in older) if v is not None]
-                    self.cache.set_many(
-                        namespace, [unique[u] for u in older], rows, [counts[u] for u in older]
-                    )
+        # Token counts come from the cache for hits; the tokenizer runs only for the rest, and
+        # hits cached without a count (older entries) are written again with it.
+        recount: list[int] = []
+        uncounted = [u for u, n in enumerate(counts) if n is None]
+        if self._counter is not None and uncounted:
+            fresh = self._counter.token_counts([unique[u] for u in uncounted])
+            for u, n in zip(uncounted, fresh, strict=True):
+                counts[u] = n
+            recount = [u for u in uncounted if found[u] is not None]
         seconds = 0.0
         if todo:
             todo_texts = [unique[u] for u in todo]
@@ -179,21 +164,18 @@ class CachingEmbedder:
             rows = self._validate(computed, todo_texts, dim, items)
             for u, row in zip(todo, rows, strict=True):
                 found[u] = row
-            if self.cache is not None and namespace is not None:
-                self.cache.set_many(
-                    namespace, [unique[u] for u in todo], rows, [counts[u] for u in todo]
-                )
-        matrix = np.empty((len(unique), dim), dtype=np.float32)
-        for u, vector in enumerate(found):
-            matrix[u] = vector
-        vectors = matrix[[first[t] for t in items]] if items else np.zeros((0, dim), np.float32)
+        matrix = np.asarray(found, dtype=np.float32).reshape(len(unique), dim)
+        if self.cache is not None and namespace is not None:
+            new = sorted({*todo, *recount})
+            texts_new, counts_new = [unique[u] for u in new], [counts[u] for u in new]
+            self.cache.set_many(namespace, texts_new, matrix[new], counts_new)
         truncated: tuple[int, ...] = ()
-        if self._counter is not None and unique:
+        if self._counter is not None:
             truncated = tuple(
                 i for i, t in enumerate(items) if (counts[first[t]] or 0) > MAX_TOKENS
             )
         return EmbedResult(
-            vectors=vectors,
+            vectors=matrix[[first[t] for t in items]],
             hits=len(unique) - len(todo),
             misses=len(todo),
             seconds=seconds,

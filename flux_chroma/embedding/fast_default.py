@@ -185,16 +185,14 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
         tokenizers = load_tokenizers(folder)
         session = load_session(folder, self.threads)
         items = list(texts)
-        if not items:
-            dim = int(session.get_outputs()[0].shape[-1])
-            return np.zeros((0, dim), dtype=np.float32)
         for i, text in enumerate(items):
             if not isinstance(text, str):
                 raise TypeError(f"text #{i} is a {type(text).__name__}, not a str")
         encodings = tokenizers.truncating.encode_batch(items, add_special_tokens=True)
-        lengths = np.array([len(e.ids) for e in encodings])
+        lengths = np.array([len(e.ids) for e in encodings], dtype=np.int64)
         order = np.argsort(-lengths, kind="stable")
-        out: npt.NDArray[np.float32] | None = None
+        dim = int(session.get_outputs()[0].shape[-1])
+        out = np.empty((len(items), dim), dtype=np.float32)
         start = 0
         for count in run_sizes(lengths[order].tolist(), self.batch_size):
             rows = order[start : start + count]
@@ -210,11 +208,7 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
                 None,
                 {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
             )[0]
-            vectors = pool(hidden, mask)
-            if out is None:
-                out = np.empty((len(items), vectors.shape[1]), dtype=np.float32)
-            out[rows] = vectors
-        assert out is not None
+            out[rows] = pool(hidden, mask)
         return out
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
@@ -227,7 +221,7 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
 
     def count_truncated(self, texts: Sequence[str]) -> int:
         """Count the texts truncated to :data:`MAX_TOKENS` tokens when embedded."""
-        return sum(1 for n in self.token_counts(texts) if n > MAX_TOKENS)
+        return sum(n > MAX_TOKENS for n in self.token_counts(texts))
 
     name = _Name()
 

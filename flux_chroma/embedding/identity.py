@@ -12,6 +12,7 @@ pinning: rarely (~1e-3) equivalent implementations straddle a rounding boundary 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -62,7 +63,6 @@ _NAMESPACE_FORMAT = 2  # changing it orphans every cache entry
 _PROBES = 64
 _DIGEST_DECIMALS = 2
 _PROBE_DECIMALS = 6
-_SIGN_BYTES: dict[int, npt.NDArray[np.float64]] = {}
 
 
 def _stated_name(ef: Any) -> str | None:
@@ -196,21 +196,18 @@ def fingerprints_match(
     return max(abs(x - y) for x, y in zip(a.probe, b.probe, strict=True)) <= tolerance
 
 
+@functools.cache
 def _signs(length: int) -> npt.NDArray[np.float64]:
     """A fixed (_PROBES, length) matrix of +/-1 derived from SHA-256 (platform-independent)."""
     import numpy as np
 
-    cached = _SIGN_BYTES.get(length)
-    if cached is None:
-        need = (_PROBES * length + 7) // 8
-        stream = b"".join(
-            hashlib.sha256(f"flux-chroma-fingerprint:{length}:{i}".encode()).digest()
-            for i in range((need + 31) // 32)
-        )
-        bits = np.unpackbits(np.frombuffer(stream[:need], dtype=np.uint8))[: _PROBES * length]
-        cached = (bits.astype(np.float64) * 2.0 - 1.0).reshape(_PROBES, length)
-        _SIGN_BYTES[length] = cached
-    return cached
+    need = (_PROBES * length + 7) // 8
+    stream = b"".join(
+        hashlib.sha256(f"flux-chroma-fingerprint:{length}:{i}".encode()).digest()
+        for i in range((need + 31) // 32)
+    )
+    bits = np.unpackbits(np.frombuffer(stream[:need], dtype=np.uint8))[: _PROBES * length]
+    return (bits.astype(np.float64) * 2.0 - 1.0).reshape(_PROBES, length)
 
 
 def fingerprint_from_vectors(vectors: npt.ArrayLike) -> Fingerprint:
@@ -250,13 +247,9 @@ def _cache_key(ef: Any) -> str | None:
 
     if uncacheable_reason(ef) is not None:
         return None  # no name() or no config: two instances of one class may differ
-    identity = ef_identity(ef)
-    cls = type(ef)
-    folder = local_model_dir(ef)
-    extra = str(folder) if folder is not None else ""
+    cls, folder = type(ef), local_model_dir(ef)
     return json.dumps(
-        [cls.__module__, cls.__qualname__, identity["name"], identity["config"], extra],
-        sort_keys=True,
+        [cls.__module__, cls.__qualname__, ef_identity(ef), str(folder or "")], sort_keys=True
     )
 
 
@@ -290,7 +283,7 @@ def compute_fingerprint(ef: Any, *, use_cache: bool = True) -> Fingerprint:
                 f"The embedding function returned vectors of different lengths "
                 f"{sorted({v.shape for v in vectors})} for the canary texts."
             )
-        found = fingerprint_from_vectors(np.asarray(vectors, dtype=np.float64))
+        found = fingerprint_from_vectors(vectors)
         if files_key is not None:
             save_fingerprint(files_key, found)
     if key is not None:

@@ -104,18 +104,17 @@ def session_threads(explicit: int | None = None) -> int:
     return validate_threads(env, EMBED_THREADS_ENV, text=True) if env else cpu_count()
 
 
-def run_sizes(lengths: Sequence[int], batch_size: int, budget: int | None = None) -> list[int]:
+def run_sizes(lengths: Sequence[int], batch_size: int) -> list[int]:
     """Cut texts sorted longest first into ONNX runs; return each run's size, in order.
 
-    A run holds at most ``batch_size`` texts and ``budget // L**2`` (at least one), ``L`` being
-    its longest text's length; ``budget`` defaults to :data:`ATTENTION_BUDGET` at call time.
+    A run holds at most ``batch_size`` texts and ``ATTENTION_BUDGET // L**2`` (at least one),
+    ``L`` being its longest text's length (the budget is read at call time, for the bench).
     """
-    limit = ATTENTION_BUDGET if budget is None else budget
     sizes: list[int] = []
     start = 0
     while start < len(lengths):
         width = max(1, int(lengths[start]))
-        count = max(1, min(batch_size, limit // (width * width), len(lengths) - start))
+        count = max(1, min(batch_size, ATTENTION_BUDGET // (width * width), len(lengths) - start))
         sizes.append(count)
         start += count
     return sizes
