@@ -60,13 +60,11 @@ def _documents(collection: Any) -> Iterator[str]:
 
 
 def _databases(settings: ConnectionSettings) -> list[str | None]:
-    names: list[str | None] = [None]
     try:
-        admin = admin_client(settings)
-        names.extend(str(d["name"]) for d in admin.list_databases() if d["name"] != "default_database")
+        listed = admin_client(settings).list_databases()
     except Exception as exc:  # noqa: BLE001
         raise classify_chroma_error(exc, action="list databases", url=settings.url) from None
-    return names
+    return [None, *(str(d["name"]) for d in listed if d["name"] != "default_database")]
 
 
 def _mine(namespace: Namespace, settings: ConnectionSettings) -> list[Any]:
@@ -93,11 +91,8 @@ def _busy_jobs(tenant: str) -> list[str]:
     from flux_chroma.ingest.jobs import job_lock_dir
 
     pattern = re.compile(rf"^fc-[a-z]+-{re.escape(tenant)}-[0-9a-f]{{16}}\.lock$")
-    folder = job_lock_dir()
     busy = []
-    for path in sorted(folder.glob("*.lock")) if folder.is_dir() else []:
-        if not pattern.match(path.name):
-            continue
+    for path in sorted(p for p in job_lock_dir().glob("*.lock") if pattern.match(p.name)):
         with open(path, "a+") as handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -156,11 +151,9 @@ def erase_tenant_sync(
     removed = _cache_entries(directory, hashes - shared, delete=confirm)
     deleted_database = False
     if confirm and not cache_only:
-        client = get_client(settings, namespace.database) if collections else None
         for collection in collections:
-            assert client is not None
             try:
-                client.delete_collection(collection.name)
+                get_client(settings, namespace.database).delete_collection(collection.name)
             except Exception as exc:  # noqa: BLE001
                 mapped = classify_chroma_error(exc, action=f"delete collection {collection.name!r}", url=settings.url)
                 if mapped.transient:
