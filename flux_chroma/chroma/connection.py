@@ -83,10 +83,8 @@ def _client_class() -> type[ClientAPI]:
 def _cause[E: BaseException](exc: BaseException, kind: type[E]) -> E | None:
     """The first exception of type ``kind`` in ``exc``'s cause/context chain."""
     seen: BaseException | None = exc
-    for _ in range(10):
-        if seen is None:
-            return None
-        if isinstance(seen, kind):
+    for _ in range(10):  # bounded: a chain can loop
+        if seen is None or isinstance(seen, kind):
             return seen
         seen = seen.__cause__ or seen.__context__
     return None
