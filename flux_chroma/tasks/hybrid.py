@@ -146,14 +146,13 @@ def _is_identifier(token: str) -> bool:
     return any(ch.isupper() for ch in inner) and any(ch.islower() for ch in token)  # camelCase
 
 
-def probes(question: str, *, limit: int = MAX_PROBES, fill: int | None = None) -> list[Probe]:
+def probes(question: str, *, limit: int = MAX_PROBES) -> list[Probe]:
     """The full-text probes for a question, most specific first.
 
     Args:
         question: The question as the user typed it.
-        limit: At most this many probes.
-        fill: Words are added only while there are fewer probes than this (default
-            :data:`WORD_FILL`).
+        limit: At most this many probes; words are added only while there are fewer than
+            :data:`WORD_FILL`.
 
     Returns:
         Quoted strings (weight 2), the whole question as a phrase when it has 3+ words, 2 of
@@ -161,7 +160,6 @@ def probes(question: str, *, limit: int = MAX_PROBES, fill: int | None = None) -
         and numbers (exact case, weight 1.5), then the longest non-stopword words of 4+
         letters (any case, weight 1). Only stopwords or punctuation: no probes.
     """
-    fill = WORD_FILL if fill is None else fill
     out: list[Probe] = []
     seen: set[str] = set()
 
@@ -185,7 +183,7 @@ def probes(question: str, *, limit: int = MAX_PROBES, fill: int | None = None) -
         add(token, {"$contains": token}, 1.5, "identifier")
     plain = [w for w in dict.fromkeys(content) if w.isalpha() and len(w) >= 4 and not _is_identifier(w)]
     for word in sorted(plain, key=len, reverse=True):
-        if len(out) >= fill:
+        if len(out) >= WORD_FILL:
             break
         add(word, phrase_regex(word), WORD_WEIGHT, "word")
     return out
@@ -251,11 +249,10 @@ def path_prefix_filter(prefix: str) -> dict[str, Any]:
     return {"$or": [{"fc_dirs": {"$contains": clean}}, {"path": {"$eq": clean}}]}
 
 
-def validate_mode(mode: Any) -> str:
+def validate_mode(mode: Any) -> None:
     """Check a retrieval mode (:class:`InvalidQueryError` when not in :data:`MODES`)."""
     if mode not in MODES:
         raise InvalidQueryError(f"mode={mode!r} is not a retrieval mode; use one of {', '.join(MODES)}.")
-    return str(mode)
 
 
 def validate_path_prefix(prefix: Any) -> str | None:

@@ -33,11 +33,9 @@ __all__ = ["FLUX_OPTION_NAMES", "ChromaTask", "emit_progress", "split_options"]
 
 # ``task.with_options`` on the class is Flux's public decorator factory: it takes every task option.
 FLUX_OPTION_NAMES = frozenset(inspect.signature(task.with_options).parameters)
-_KEPT_FLUX_OPTIONS = (
-    "fallback", "rollback", "retry_max_attempts", "retry_delay", "retry_backoff", "timeout",
-    "config_requests", "output_storage", "metadata", "auth_exempt", "digest_exclude",
-    "requires_approval", "approval_target", "risk", "sensitive",
-)
+# The options a copy made by ``with_options`` reads back from the task (``cache`` is always
+# False, ``name`` and ``secret_requests`` are rebuilt).
+_KEPT_FLUX_OPTIONS = FLUX_OPTION_NAMES - {"cache", "name", "secret_requests"}
 
 
 def split_options(owner: str, kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

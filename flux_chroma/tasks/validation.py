@@ -210,14 +210,14 @@ def _validate_field_condition(key: str, cond: Any, path: str) -> None:
         raise InvalidQueryError(f"{path}[{key!r}] must be a scalar or an operator dict, got {_describe_bad_value(cond)}.")
 
 
-def validate_where(where: Any, path: str = "where") -> dict[str, Any] | None:
+def validate_where(where: Any, path: str = "where") -> None:
     """Check a Chroma ``where`` metadata filter (one key per dict; use ``$and``/``$or``).
 
     Raises:
         InvalidQueryError: The filter is malformed (the message names ``path``).
     """
     if where is None:
-        return None
+        return
     if not isinstance(where, Mapping) or len(where) != 1:
         got = sorted(map(str, where)) if isinstance(where, Mapping) else type(where).__name__
         raise InvalidQueryError(
@@ -234,13 +234,12 @@ def validate_where(where: Any, path: str = "where") -> dict[str, Any] | None:
         raise InvalidQueryError(f"{path} has an invalid key {key!r} (unknown operator or empty).")
     else:
         _validate_field_condition(key, value, path)
-    return dict(where)
 
 
-def validate_where_document(where_document: Any, path: str = "where_document") -> dict[str, Any] | None:
+def validate_where_document(where_document: Any, path: str = "where_document") -> None:
     """Check a ``where_document`` full-text filter (:class:`InvalidQueryError` if malformed)."""
     if where_document is None:
-        return None
+        return
     if not isinstance(where_document, Mapping) or len(where_document) != 1:
         raise InvalidQueryError(f"{path} must be a dict with exactly one operator.")
     (op, value), = where_document.items()
@@ -253,16 +252,14 @@ def validate_where_document(where_document: Any, path: str = "where_document") -
         raise InvalidQueryError(f"{path} uses unknown operator {op!r}; allowed: {sorted(_DOC_OPS)}.")
     elif not isinstance(value, str) or value == "":
         raise InvalidQueryError(f"{path}[{op!r}] must be a non-empty string.")
-    return dict(where_document)
 
 
-def validate_k(k: Any, *, limit: int = 10_000) -> int:
+def validate_k(k: Any, *, limit: int = 10_000) -> None:
     """Check ``k``, the results per question (:class:`InvalidQueryError` unless in 1..limit)."""
     if isinstance(k, bool) or not isinstance(k, int):
         raise InvalidQueryError(f"k must be an integer, got {type(k).__name__}.")
     if not 1 <= k <= limit:
         raise InvalidQueryError(f"k={k} is out of range; it must be between 1 and {limit}.")
-    return int(k)
 
 
 def validate_questions(questions: Any) -> tuple[list[str], bool]:
