@@ -234,8 +234,7 @@ def query(
         from flux_chroma.errors import CollectionNotFoundError
         from flux_chroma.tasks.builtin import list_collections, query
 
-        settings = check_collection_target(url, tenant, tenancy, collection)
-        target = {"tenant": tenant, "tenancy": tenancy, "url": settings.url}
+        target = check_collection_target(url, tenant, tenancy, collection)
         try:
             hits = run_read(
                 query,
@@ -321,14 +320,13 @@ def doctor(
         settings = check_settings(url)
         if tenant is not None:
             check_tenant(tenant, tenancy)
-        paths: dict[str, Path] = {}
-        if data_dir is not None:
-            paths["chroma data"] = data_dir
-        paths["embedding cache"] = default_cache_dir()
-        paths["model"] = Path(os.environ.get(MODEL_DIR_ENV) or chroma_default_model_dir())
-        home = resolve_flux_home(flux_home)
-        if home is not None:
-            paths["flux home"] = home
+        folders = {
+            "chroma data": data_dir,
+            "embedding cache": default_cache_dir(),
+            "model": Path(os.environ.get(MODEL_DIR_ENV) or chroma_default_model_dir()),
+            "flux home": resolve_flux_home(flux_home),
+        }
+        paths = {what: folder for what, folder in folders.items() if folder is not None}
         checks = run_doctor(
             settings,
             tenant=tenant,
@@ -409,7 +407,3 @@ def main() -> None:
 
     quiet_flux_logs()
     app(prog_name="flux-chroma")
-
-
-if __name__ == "__main__":
-    main()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import re
+from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
@@ -42,13 +43,9 @@ def check_server(settings: ConnectionSettings) -> tuple[Check, dict[str, Any] | 
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:
-    parts = []
-    for piece in text.split("."):
-        digits = re.match(r"\d+", piece)
-        if digits is None:
-            break
-        parts.append(int(digits.group()))
-    return tuple(parts)
+    """The leading numeric parts: ``"1.5.0rc1"`` -> ``(1, 5, 0)``."""
+    digits = (re.match(r"\d+", piece) for piece in text.split("."))
+    return tuple(int(match.group()) for match in takewhile(bool, digits) if match)
 
 
 def _satisfies(version: str, spec: str) -> bool:
@@ -79,12 +76,8 @@ def _declared_ranges() -> dict[str, str]:
         requires = importlib.metadata.requires("flux-chroma") or []
     except importlib.metadata.PackageNotFoundError:
         requires = []
-    out: dict[str, str] = {}
-    for line in requires:
-        match = _REQUIREMENT.match(line)
-        if match and not match.group(3):
-            out[match.group(1).lower()] = match.group(2).strip()
-    return out
+    matches = (_REQUIREMENT.match(line) for line in requires)
+    return {m.group(1).lower(): m.group(2).strip() for m in matches if m and not m.group(3)}
 
 
 def check_versions(server: dict[str, Any] | None) -> list[Check]:

@@ -68,14 +68,14 @@ def eval_command(
         from flux_chroma.quality.evaluate import check_run, evaluate_collection
         from flux_chroma.quality.labels import load_labels
 
-        settings = check_collection_target(url, tenant, tenancy, collection)
+        target = check_collection_target(url, tenant, tenancy, collection)
         try:
             cutoffs = [int(part) for part in k.split(",") if part.strip()]
         except ValueError:
             raise CliError(f"-k {k!r} is not a comma-separated list of integers.", "write e.g. -k 1,5,10.") from None
         modes, ks = check_run(mode or None, cutoffs)
         checked = load_labels(labels)
-        options = {"tenant": tenant, "tenancy": tenancy, "url": settings.url, "retry_max_attempts": 0}
+        options = {**target, "retry_max_attempts": 0}
         if not json_out:
             stdout.print(f"asking {len(checked)} questions x {len(modes)} mode(s) of {tenant}/{collection} ...", highlight=False, markup=False)
         report = run_workflow(

@@ -8,6 +8,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Literal
 
@@ -58,15 +59,9 @@ _MAX_FILES = 20_000
 
 
 def _python_files(root: Path) -> Iterator[Path]:
-    count = 0
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
-        for name in sorted(files):
-            if name.endswith(".py"):
-                count += 1
-                if count > _MAX_FILES:
-                    return
-                yield Path(folder) / name
+        yield from (Path(folder) / name for name in sorted(files) if name.endswith(".py"))
 
 
 def _persistent_calls(source: str) -> list[int]:
@@ -98,7 +93,7 @@ def check_persistent_client(project: Path) -> Check:
         return Check("persistent-client", "skip", f"{project} is not a folder")
     found: list[str] = []
     scanned = 0
-    for path in _python_files(project):
+    for path in islice(_python_files(project), _MAX_FILES):
         scanned += 1
         try:
             text = path.read_text(encoding="utf-8", errors="replace")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 import textwrap
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -29,11 +29,6 @@ __all__ = ["register", "JsonOut"]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of text.")]
 
 
-def _run(task: Any, collection: str, args: list[Any], url: str | None, tenant: str | None, tenancy: str) -> Any:
-    settings = check_collection_target(url, tenant, tenancy, collection)
-    return run_read(task, {"tenant": tenant, "tenancy": tenancy, "url": settings.url}, collection, *args)
-
-
 def docs(
     collection: Collection,
     where: Annotated[str | None, typer.Option("--where", metavar="JSON", help='Metadata filter as JSON, e.g. \'{"path": "guide.md"}\'.')] = None,
@@ -47,7 +42,8 @@ def docs(
     with cli_errors(debug=debug, json_out=json_out):
         from flux_chroma.tasks.documents import list_documents
 
-        found = _run(list_documents, collection, [json_option(where, "--where")], url, tenant, tenancy)
+        target = check_collection_target(url, tenant, tenancy, collection)
+        found = run_read(list_documents, target, collection, json_option(where, "--where"))
         if json_out:
             print_json({"tenant": tenant, "collection": collection, "documents": found})
             return
@@ -72,10 +68,11 @@ def show(
     from flux_chroma.tasks.documents import document_key, expand_hit, get_document, parse_chunk_id
 
     with cli_errors(debug=debug, json_out=json_out):
+        target = check_collection_target(url, tenant, tenancy, collection)
         if document or parse_chunk_id(record_id) is None:
-            passage = _run(get_document, collection, [document_key(record_id)], url, tenant, tenancy)
+            passage = run_read(get_document, target, collection, document_key(record_id))
         else:
-            passage = _run(expand_hit, collection, [record_id, context], url, tenant, tenancy)
+            passage = run_read(expand_hit, target, collection, record_id, context)
         if json_out:
             print_json({"tenant": tenant, "collection": collection, **passage})
             return

@@ -133,7 +133,6 @@ class CliError(Exception):
 
     def __init__(self, message: str, hint: str = "", code: ExitCode = ExitCode.FAILED) -> None:
         super().__init__(message)
-        self.message = message
         self.hint = hint
         self.code = code
 
@@ -219,16 +218,17 @@ def did_you_mean(name: str, tenant: str, list_names: Callable[[], Sequence[str]]
         tenant: The tenant.
         list_names: Returns the tenant's collection names (called once; may raise).
     """
-    listing = f"`flux-chroma collections --tenant {tenant}` lists them"
+    command = f"`flux-chroma collections --tenant {tenant}`"
     try:
         names = sorted(list_names())
     except Exception:  # noqa: BLE001 - the hint is best effort; the error itself stands
-        return f"list the tenant's collections with `flux-chroma collections --tenant {tenant}`."
+        return f"list the tenant's collections with {command}."
     if not names:
         return (
-            f"list the tenant's collections with `flux-chroma collections --tenant {tenant}`: it has none "
-            f"yet; `flux-chroma ingest PATH -c {name} --tenant {tenant}` creates one."
+            f"list the tenant's collections with {command}: it has none yet; "
+            f"`flux-chroma ingest PATH -c {name} --tenant {tenant}` creates one."
         )
+    listing = f"{command} lists them"
     close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
     if close:
         return f"did you mean {' or '.join(repr(c) for c in close)}? ({listing})"
@@ -237,9 +237,7 @@ def did_you_mean(name: str, tenant: str, list_names: Callable[[], Sequence[str]]
 
 
 def _message(exc: BaseException) -> str:
-    if isinstance(exc, CliError):
-        return cli_wording(exc.message)
-    if isinstance(exc, FluxChromaError):
+    if isinstance(exc, (CliError, FluxChromaError)):
         return cli_wording(str(exc))
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text and text != "None" else type(exc).__name__
@@ -305,14 +303,15 @@ def check_tenant(tenant: str | None, tenancy: str = "prefix") -> str:
 
 def check_collection_target(
     url: str | None, tenant: str | None, tenancy: str, collection: str
-) -> ConnectionSettings:
-    """Validate ``--url``, ``--tenant``, ``--tenancy`` and ``-c``; return the settings."""
+) -> dict[str, Any]:
+    """Validate ``--url``, ``--tenant``, ``--tenancy`` and ``-c``; return the target
+    :func:`run_read` takes (``tenant``, ``tenancy`` and the resolved ``url``)."""
     from flux_chroma.chroma.naming import validate_collection_name
 
     settings = check_settings(url)
     check_tenant(tenant, tenancy)
     validate_collection_name(collection)
-    return settings
+    return {"tenant": tenant, "tenancy": tenancy, "url": settings.url}
 
 
 def json_option(value: str | None, option: str) -> Any:
@@ -373,7 +372,7 @@ def run_read(task: Any, target: dict[str, Any], *args: Any, **kwargs: Any) -> An
     """
     import asyncio
 
-    options = {k: v for k, v in target.items() if k in ("tenant", "tenancy", "url") and v is not None}
+    options = {k: v for k, v in target.items() if v is not None}
     bound = task.with_options(**options, retry_max_attempts=0)
     try:
         return asyncio.run(bound.func(*args, **kwargs))

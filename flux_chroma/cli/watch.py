@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import textwrap
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -24,12 +25,14 @@ WIDTH = 80
 TERMINAL = {"COMPLETED": ExitCode.OK, "FAILED": ExitCode.FAILED, "CANCELLED": ExitCode.FAILED}
 
 
-def _value(event: dict[str, Any]) -> Any:
-    """An event's value, unwrapped from Flux's inline output storage."""
-    value = event.get("value")
-    if isinstance(value, dict) and value.get("storage_type") == "inline" and "metadata" in value:
-        return (value.get("metadata") or {}).get("value")
-    return value
+def _events(execution: dict[str, Any]) -> Iterator[tuple[str, Any, Any]]:
+    """``(name, type, value)`` of each stored event, the value unwrapped from Flux's inline
+    output storage."""
+    for event in execution.get("events") or []:
+        value = event.get("value")
+        if isinstance(value, dict) and value.get("storage_type") == "inline" and "metadata" in value:
+            value = (value.get("metadata") or {}).get("value")
+        yield str(event.get("name") or ""), event.get("type"), value
 
 
 @dataclass
@@ -118,8 +121,7 @@ def read_job(client: httpx.Client, base: str, execution_id: str) -> JobView:
         worker=str(data.get("current_worker") or ""),
         label=f"{spec.get('tenant', '?')}/{spec.get('collection', '?')}" if isinstance(spec, dict) else "",
     )
-    for event in data.get("events") or []:
-        name, kind, value = str(event.get("name") or ""), event.get("type"), _value(event)
+    for name, kind, value in _events(data):
         if kind == "TASK_COMPLETED" and name.startswith("plan_ingest") and isinstance(value, dict):
             view.chunks_total = (view.chunks_total or 0) + int(value.get("chunks", 0))
             view.batches_total = (view.batches_total or 0) + len(value.get("batches") or [])
@@ -142,10 +144,8 @@ def read_job(client: httpx.Client, base: str, execution_id: str) -> JobView:
             unit.state, unit.worker = str(child.get("state", "?")), str(child.get("current_worker") or "")
             child_input = child.get("input") if isinstance(child.get("input"), dict) else {}
             unit.batches = len(((child_input or {}).get("unit") or {}).get("batches") or [])
-            for event in child.get("events") or []:
-                value = _value(event)
-                name = str(event.get("name", ""))
-                if event.get("type") == "TASK_COMPLETED" and name.startswith("ingest_batch") and isinstance(value, dict):
+            for name, kind, value in _events(child):
+                if kind == "TASK_COMPLETED" and name.startswith("ingest_batch") and isinstance(value, dict):
                     view.receipts[int(value["batch"])] = value
                     unit.batches_done += 1
     if view.state in ("FAILED", "CANCELLED"):
