@@ -14,8 +14,12 @@ from flux import ExecutionContext, workflow
 from flux.errors import ExecutionError
 
 from flux_chroma.errors import ConfigurationError, FluxChromaError
+from flux_chroma.flux_state import ensure_flux_db_folder
 from flux_chroma.quality.labels import LabelledQuestion, check_labels, load_labels
 from flux_chroma.quality.metrics import NDCG_DEPTH, score_question, summarize
+from flux_chroma.tasks.builtin import query
+from flux_chroma.tasks.documents import document_key, list_documents
+from flux_chroma.tasks.hybrid import MODES
 
 __all__ = ["DEFAULT_KS", "all_modes", "check_run", "evaluate", "evaluate_collection", "evaluation_steps", "query_modes"]
 
@@ -25,8 +29,6 @@ _BATCH = 50
 
 def query_modes() -> tuple[str, ...]:
     """The ``mode=`` values the ``query`` task accepts."""
-    from flux_chroma.tasks.hybrid import MODES
-
     return MODES
 
 
@@ -65,8 +67,6 @@ def check_run(modes: Any, ks: Any) -> tuple[list[str], list[int]]:
 
 async def _unknown_documents(collection: str, labels: list[LabelledQuestion], options: Mapping[str, Any]) -> list[str]:
     """Relevant ids naming no document of the collection (they would score zero silently)."""
-    from flux_chroma.tasks.documents import document_key, list_documents
-
     listed = await list_documents.with_options(**dict(options))(collection)
     known = {entry["document_id"] for entry in listed}
     wanted = {doc for q in labels for doc in q["relevant_documents"]}
@@ -82,8 +82,6 @@ async def evaluation_steps(
     options: Mapping[str, Any],
 ) -> dict[str, Any]:
     """Run the questions as ``query`` tasks in this workflow; return :func:`evaluate`'s report."""
-    from flux_chroma.tasks.builtin import query
-
     modes, ks = check_run(modes, ks)
     depth = max([*ks, NDCG_DEPTH])
     ask = query.with_options(**dict(options))
@@ -158,8 +156,6 @@ def evaluate(
         >>> report["modes"]["dense"]["recall@5"]  # doctest: +SKIP
         0.91
     """
-    from flux_chroma.flux_state import ensure_flux_db_folder
-
     checked = load_labels(labels)
     modes_list, ks = check_run(None if modes is None else list(modes), list(k))
     opts = {"retry_max_attempts": 0, **dict(options or {}), "tenant": tenant}
