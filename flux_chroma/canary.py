@@ -50,12 +50,12 @@ async def canary(ctx: ExecutionContext[dict[str, Any]]) -> dict[str, Any]:
         report["server_url"] = str(Configuration.get().settings.workers.server_url)
     except AttributeError:
         report["server_url"] = None
-    checks = [check_model()[0]]
+    model = check_model()[0]
+    report["model"] = f"{model.status}: {model.detail}"
     try:
-        checks.append(check_server(ConnectionSettings.resolve(None))[0])
+        server = check_server(ConnectionSettings.resolve(None))[0]
+        report["chroma"] = f"{server.status}: {server.detail}"
     except FluxChromaError as exc:
         report["chroma"] = f"fail: {exc}"
-    for check in checks:
-        report[check.name if check.name == "model" else "chroma"] = f"{check.status}: {check.detail}"
-    report["ok"] = all(not str(report.get(k, "")).startswith("fail") for k in ("model", "chroma"))
+    report["ok"] = not any(report[k].startswith("fail") for k in ("model", "chroma"))
     return report

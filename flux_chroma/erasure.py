@@ -109,14 +109,12 @@ def _cache_entries(directory: Path, hashes: set[str], delete: bool) -> int:
 
     from flux_chroma.embedding.cache_storage import SafeDisk
 
-    count = 0
     with diskcache.Cache(str(directory), disk=SafeDisk) as cache:
-        for key in list(cache.iterkeys()):
-            if isinstance(key, str) and key.rsplit(":", 1)[-1] in hashes:
-                count += 1
-                if delete:
-                    cache.delete(key)
-    return count
+        keys = [k for k in cache.iterkeys() if isinstance(k, str) and k.split(":")[-1] in hashes]
+        if delete:
+            for key in keys:
+                cache.delete(key)
+    return len(keys)
 
 
 def erase_tenant_sync(

@@ -98,8 +98,7 @@ def ef_identity(ef: Any) -> dict[str, Any]:
     if name is None:
         cls = type(ef)
         return {"name": f"{cls.__module__}.{cls.__qualname__}", "config": {}}
-    config = _stated_config(ef)
-    return {"name": name, "config": config if config is not None else {}}
+    return {"name": name, "config": _stated_config(ef) or {}}
 
 
 def uncacheable_reason(ef: Any) -> str | None:

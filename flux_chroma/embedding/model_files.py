@@ -61,10 +61,10 @@ def model_not_available_error(
 
     Args:
         owner: Which embedding function needed the files, e.g. ``"FastDefaultEmbedding"``.
-        looked: Every folder looked in, each with the file names missing there.
+        looked: Every folder looked in (at least one), each with the file names missing there.
     """
     where = "; ".join(f"{p} (missing: {', '.join(m)})" for p, m in looked)
-    target = looked[-1][0] if looked else chroma_default_model_dir()
+    target = looked[-1][0]
     return ModelNotAvailableError(
         f"{owner} needs the {MODEL_NAME} ONNX model files, but they are not on this machine. "
         f"Looked in: {where}. Fix one of: (1) copy the six files ({', '.join(MODEL_FILES)}) "
