@@ -10,7 +10,6 @@ removes the old one); an unchanged chunk keeps its id, so a re-run skips it.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass
 from importlib.metadata import version
@@ -18,7 +17,7 @@ from typing import Any
 
 from flux_chroma.errors import ConfigurationError
 
-__all__ = ["ChunkingOptions", "split_text", "split_spans", "splitter_version", "UNITS", "DEFAULT_TOKENS", "chunk_id", "doc_key_of", "chunk_digest", "MAX_DOC_ID"]
+__all__ = ["ChunkingOptions", "split_text", "split_spans", "splitter_version", "UNITS", "DEFAULT_TOKENS", "chunk_id", "doc_key_of", "MAX_DOC_ID"]
 
 _WORD = re.compile(r"\S+")
 MAX_DOC_ID = 400
@@ -152,9 +151,3 @@ def chunk_id(doc_id: str, index: int, text: str) -> str:
         'docs/a.md#0:2cf24dba5fb0'
     """
     return f"{doc_key_of(doc_id)}#{index}:{_sha(text)[:12]}"
-
-
-def chunk_digest(chunk_id_: str, text: str, metadata: dict[str, Any]) -> str:
-    """Digest of everything a chunk writes (id, text, user metadata)."""
-    canonical = json.dumps([chunk_id_, text, metadata], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return _sha(canonical)[:32]

@@ -12,6 +12,7 @@ resolves the alias once, so it never mixes models. The old collection is left in
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -141,18 +142,6 @@ def _records(got: Any) -> dict[str, list[Any]]:
     }
 
 
-def _read_all(collection: Any, include: list[str], page: int) -> dict[str, list[Any]]:
-    rows: dict[str, list[Any]] = {"ids": [], "documents": [], "metadatas": []}
-    offset = 0
-    while True:
-        got = _records(collection.get(include=include, limit=page, offset=offset))
-        for key, values in got.items():
-            rows[key] += values
-        if len(got["ids"]) < page:
-            return rows
-        offset += page
-
-
 def _copy(records: dict[str, Any], target: Target, options: ChromaOptions) -> dict[str, Any]:
     """Write source records into the target in one write (batched by the server's limit).
 
@@ -269,11 +258,17 @@ async def migrate_page(source: str, target: str, page: dict[str, Any]) -> dict[s
 
 def _hashes(options: ChromaOptions, name: str, page: int, *, from_documents: bool) -> dict[str, str]:
     include = ["documents", "metadatas"] if from_documents else ["metadatas"]
-    rows = _read_all(_raw(options.target(name)), include, page)
+    collection = _raw(options.target(name))
     out: dict[str, str] = {}
-    for rid, doc, meta in zip(rows["ids"], rows["documents"], rows["metadatas"], strict=True):
-        stored = (meta or {}).get(HASH_KEY)
-        out[rid] = str(stored) if stored and not from_documents else content_hash(Document(rid, doc or "", public_metadata(meta)))
+    for offset in itertools.count(0, page):
+        rows = _records(collection.get(include=include, limit=page, offset=offset))
+        for rid, doc, meta in zip(rows["ids"], rows["documents"], rows["metadatas"], strict=True):
+            stored = None if from_documents else (meta or {}).get(HASH_KEY)
+            if not stored:
+                stored = content_hash(Document(rid, doc or "", public_metadata(meta)))
+            out[rid] = str(stored)
+        if len(rows["ids"]) < page:
+            break
     return out
 
 

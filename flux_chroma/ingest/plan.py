@@ -11,12 +11,12 @@ from __future__ import annotations
 import bisect
 import hashlib
 from array import array
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from flux_chroma.errors import DuplicateIdError, SourceChangedError
-from flux_chroma.ingest.chunking import chunk_digest, chunk_id, doc_key_of
+from flux_chroma.ingest.chunking import chunk_id, doc_key_of
 from flux_chroma.ingest.sources import (
     SkippedUnit,
     Unit,
@@ -29,7 +29,7 @@ from flux_chroma.ingest.spec import IngestJob, digest_of
 from flux_chroma.ingest.splitter import Chunker, chunker_for, is_markdown
 from flux_chroma.tasks.validation import Document
 
-__all__ = ["Chunk", "chunks_of", "job_chunker", "CITATION_KEYS", "build_plan", "read_batch", "iter_chunks", "live_chunks", "LiveSet", "key64", "MAX_REPORTED_DUPLICATES", "MAX_REPORTED_SKIPS"]
+__all__ = ["Chunk", "chunks_of", "CITATION_KEYS", "build_plan", "read_batch", "iter_chunks", "live_chunks", "LiveSet", "key64", "MAX_REPORTED_DUPLICATES", "MAX_REPORTED_SKIPS"]
 
 MAX_REPORTED_DUPLICATES = 50
 MAX_REPORTED_SKIPS = 100
@@ -50,22 +50,12 @@ class Chunk:
     index: int
 
     def digest(self) -> str:
-        """Digest of what this chunk writes."""
-        return chunk_digest(self.id, self.text, self.metadata)
+        """Digest of what this chunk writes (id, text, user metadata)."""
+        return digest_of([self.id, self.text, self.metadata])
 
     def document(self) -> Document:
         """The chunk as a writer :class:`~flux_chroma.tasks.validation.Document`."""
         return Document(self.id, self.text, self.metadata)
-
-
-def job_chunker(job: IngestJob) -> Chunker:
-    """The chunker of a job: its chunking options resolved against its model's tokenizer.
-
-    Raises:
-        ConfigurationError: ``chunking.size`` is more than the model reads.
-        ModelNotAvailableError: The default model's tokenizer file is missing.
-    """
-    return chunker_for(job.chunking, job.embedding_function)
 
 
 def chunks_of(unit: Unit, job: IngestJob, chunker: Chunker | None = None) -> list[Chunk]:
@@ -74,9 +64,10 @@ def chunks_of(unit: Unit, job: IngestJob, chunker: Chunker | None = None) -> lis
     Each chunk's metadata is the document's plus ``fc_start``/``fc_end`` (its character
     offsets in ``unit.text``), ``fc_heading`` (the Markdown heading path, when there is one)
     and ``fc_page`` (1-based, when the unit has ``page_starts``). Pass ``chunker`` (the job's,
-    from :func:`job_chunker`) when cutting many documents: resolving it costs a file stat.
+    from :func:`~flux_chroma.ingest.splitter.chunker_for`) when cutting many documents:
+    resolving it costs a file stat.
     """
-    chunker = chunker or job_chunker(job)
+    chunker = chunker or chunker_for(job.chunking, job.embedding_function)
     key = doc_key_of(unit.doc_id)
     pages = unit.page_starts
     out = []
@@ -98,15 +89,13 @@ def _plan_digest(total: _Combined, excluded: set[tuple[int, int]], chunker: Chun
     return total.hexdigest()
 
 
-def _combine(digests: list[str]) -> str:
-    return hashlib.sha256("".join(digests).encode("ascii")).hexdigest()[:32]
-
-
 class _Combined:
-    """:func:`_combine` computed incrementally (the same digest, without keeping the list)."""
+    """A digest of digests, computed incrementally (without keeping the list)."""
 
-    def __init__(self) -> None:
+    def __init__(self, digests: Iterable[str] = ()) -> None:
         self._hash = hashlib.sha256()
+        for digest in digests:
+            self.add(digest)
 
     def add(self, digest: str) -> None:
         self._hash.update(digest.encode("ascii"))
@@ -203,8 +192,7 @@ def build_plan(job: IngestJob | Mapping[str, Any], max_batch: int | None = None)
     total = _Combined()
     current: dict[str, Any] | None = None
     batch_hash = _Combined()
-    chunk_total = 0
-    chunker = job_chunker(job)
+    chunker = chunker_for(job.chunking, job.embedding_function)
     truncated: int | None = 0 if chunker.tokens is not None else None
     for s_idx, src in enumerate(job.sources):
         if src["kind"] == "files":
@@ -251,14 +239,13 @@ def build_plan(job: IngestJob | Mapping[str, Any], max_batch: int | None = None)
             batch_hash.add(digest)
             total.add(digest)
             stats[s_idx]["chunks"] += 1
-            chunk_total += 1
     account()
     close()
     for ref in batches:
         ref["of"] = len(batches)
     return {
         "digest": _plan_digest(total, excluded, chunker),
-        "chunks": chunk_total,
+        "chunks": sum(int(s["chunks"]) for s in stats),
         "truncated": truncated,
         "chunker": chunker.identity,
         "docs": sum(int(s["docs"]) for s in stats),
@@ -283,7 +270,7 @@ def read_batch(job: IngestJob | Mapping[str, Any], ref: dict[str, Any]) -> list[
     job = IngestJob.from_dict(job)
     src = job.sources[ref["source"]]
     exclude = set(ref.get("exclude") or ())
-    chunker = job_chunker(job)
+    chunker = chunker_for(job.chunking, job.embedding_function)
     out: list[Chunk] = []
     first = True
     for unit in iter_units(src, ref["cursor"], skip=exclude):
@@ -296,7 +283,7 @@ def read_batch(job: IngestJob | Mapping[str, Any], ref: dict[str, Any]) -> list[
         out.extend(chunks[: ref["count"] - len(out)])
         if len(out) >= ref["count"]:
             break
-    if len(out) != ref["count"] or _combine([c.digest() for c in out]) != ref["digest"]:
+    if len(out) != ref["count"] or _Combined(c.digest() for c in out).hexdigest() != ref["digest"]:
         raise SourceChangedError(
             f"source {src['id']!r} changed while ingestion job {job.tenant}/{job.collection} was running: "
             f"batch {ref['batch']} no longer matches its planned digest. Nothing of this batch was "
@@ -308,7 +295,7 @@ def read_batch(job: IngestJob | Mapping[str, Any], ref: dict[str, Any]) -> list[
 def iter_chunks(job: IngestJob) -> Iterator[tuple[int, Chunk]]:
     """Every chunk of the job after the duplicate policy, as ``(source index, chunk)`` (streamed)."""
     excluded, _ = _duplicates(job)
-    chunker = job_chunker(job)
+    chunker = chunker_for(job.chunking, job.embedding_function)
     for s_idx, unit, kept in _kept_units(job, excluded):
         if kept:
             for chunk in chunks_of(unit, job, chunker):
@@ -328,27 +315,26 @@ def live_chunks(job: IngestJob) -> tuple[LiveSet, LiveSet, str]:
         per chunk) and :func:`build_plan`'s digest. A 64-bit collision can only make cleanup
         KEEP a stale chunk, never delete a live one.
     """
-    import numpy as np
-
     live, docs = array("Q"), array("Q")
     total = _Combined()
     excluded, _ = _duplicates(job)
-    chunker = job_chunker(job)
+    chunker = chunker_for(job.chunking, job.embedding_function)
     for _s_idx, unit, kept in _kept_units(job, excluded):
         docs.append(key64(doc_key_of(unit.doc_id)))  # excluded duplicates were seen too
         if kept:
             for chunk in chunks_of(unit, job, chunker):
                 live.append(key64(chunk.id))
                 total.add(chunk.digest())
-    digest = _plan_digest(total, excluded, chunker)
-    return LiveSet(np.unique(np.frombuffer(live, dtype=np.uint64))), LiveSet(np.unique(np.frombuffer(docs, dtype=np.uint64))), digest
+    return LiveSet(live), LiveSet(docs), _plan_digest(total, excluded, chunker)
 
 
 class LiveSet:
     """A sorted array of :func:`key64` keys with ``in`` for strings."""
 
-    def __init__(self, keys: Any) -> None:
-        self.keys = keys
+    def __init__(self, keys: array[int]) -> None:
+        import numpy as np
+
+        self.keys = np.unique(np.frombuffer(keys, dtype=np.uint64))
 
     def __contains__(self, text: object) -> bool:
         import numpy as np
@@ -358,6 +344,3 @@ class LiveSet:
         key = np.uint64(key64(text))
         at = int(np.searchsorted(self.keys, key))
         return at < len(self.keys) and bool(self.keys[at] == key)
-
-    def __len__(self) -> int:
-        return len(self.keys)

@@ -71,16 +71,6 @@ def check_options(options: Any, where: str) -> dict[str, Any]:
     return dict(options)
 
 
-def check_parallel(value: Any) -> int:
-    """Validate ``parallel`` (units in flight at once): an int from 1 to :data:`MAX_PARALLEL`."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PARALLEL:
-        raise ConfigurationError(
-            f"parallel must be an integer from 1 to {MAX_PARALLEL} (units in flight at once), "
-            f"got {value!r}."
-        )
-    return int(value)
-
-
 def check_embedding(spec: Any, where: str) -> dict[str, Any] | None:
     """Validate an embedding-function reference ``{"name": ..., "config": {...}}``."""
     if spec is None:
@@ -199,7 +189,12 @@ class IngestJob:
         object.__setattr__(self, "options", check_options(self.options, "job"))
         if self.key is not None and (not isinstance(self.key, str) or not self.key):
             raise ConfigurationError(f"key must be a non-empty string, got {self.key!r}.")
-        check_parallel(self.parallel)
+        value = self.parallel
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PARALLEL:
+            raise ConfigurationError(
+                f"parallel must be an integer from 1 to {MAX_PARALLEL} (units in flight at once), "
+                f"got {value!r}."
+            )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | IngestJob) -> IngestJob:
@@ -221,9 +216,7 @@ class IngestJob:
         sources = data["sources"]
         if isinstance(sources, Mapping) or not isinstance(sources, (list, tuple)):
             raise ConfigurationError("job.sources must be a list of source dicts.")
-        kwargs = dict(data)
-        kwargs["sources"] = tuple(sources)
-        return cls(**kwargs)
+        return cls(**{**data, "sources": tuple(sources)})
 
     def to_dict(self) -> dict[str, Any]:
         """The canonical JSON form (what workflows and tasks receive)."""

@@ -185,9 +185,6 @@ def chunker_for(options: ChunkingOptions, embedding_function: dict[str, Any] | N
     tokens = tokens_for_spec(embedding_function)
     key = repr((options, embedding_function, tokens.identity if tokens else None))
     with _LOCK:
-        chunker = _CHUNKERS.get(key)
-    if chunker is None:
-        chunker = Chunker(options, tokens)
-        with _LOCK:
-            _CHUNKERS[key] = chunker
-    return chunker
+        if key not in _CHUNKERS:
+            _CHUNKERS[key] = Chunker(options, tokens)
+        return _CHUNKERS[key]

@@ -63,8 +63,6 @@ class ModelTokens:
 
     def counts(self, texts: Sequence[str]) -> list[int]:
         """Token count of each text as the model sees it (special tokens included)."""
-        if not texts:
-            return []
         return [len(e.ids) for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=True)]
 
 
