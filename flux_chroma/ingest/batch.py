@@ -43,14 +43,16 @@ _RETRY: dict[str, Any] = {"retry_max_attempts": 3, "retry_delay": 1, "retry_back
 __all__ = ["plan_ingest", "ingest_batch", "find_lost_batches", "cleanup_ingest", "send_progress"]
 
 
-def _job(options: ChromaOptions, job: Any) -> IngestJob:
+def _context(job: Any, collection: str | None = None) -> tuple[ChromaOptions, IngestJob, Target]:
+    """The task's options, its job (for the task's tenant) and target (default: the job's)."""
+    options = chroma_options()
     spec = IngestJob.from_dict(job)
     if options.tenant is not None and options.tenant != spec.tenant:
         raise TenantError(
             f"this task is bound to tenant {options.tenant!r} but the job is for {spec.tenant!r}; "
             "use task.with_options(**job.task_options())."
         )
-    return spec
+    return options, spec, chroma_target(spec.collection if collection is None else collection)
 
 
 async def send_progress(value: dict[str, Any]) -> None:
@@ -99,9 +101,7 @@ async def plan_ingest(job: dict[str, Any], expected_digest: str | None = None) -
         DuplicateIdError: A document id repeats and ``duplicates="error"``.
         InvalidDocumentError: A malformed record (named by source and position).
     """
-    options = chroma_options()
-    spec = _job(options, job)
-    target = chroma_target(spec.collection)
+    options, spec, target = _context(job)
     plan = await asyncio.to_thread(_plan_sync, target, spec, expected_digest, options)
     skipped_files = sum(int(stats.get("skipped_files", 0)) for stats in plan["sources"])
     count("flux_chroma_files_skipped_total", skipped_files, spec.tenant, plan["collection"])
@@ -160,9 +160,7 @@ async def ingest_batch(collection: str, job: dict[str, Any], batch: dict[str, An
         EmbeddingMismatchError: The configured model differs from the collection's pin.
         ChromaUnavailableError: The server is unreachable (retried by Flux).
     """
-    options = chroma_options()
-    spec = _job(options, job)
-    target = chroma_target(collection)
+    options, spec, target = _context(job, collection)
     base = {"phase": "batch", "tenant": spec.tenant, "collection": collection, "batch": batch["batch"], "of": batch.get("of")}
     await send_progress({**base, "status": "started", "chunks": batch["count"]})
     with span("flux_chroma.ingest.batch", spec.tenant, collection, batch=int(batch["batch"]), chunks=int(batch["count"])) as current:
@@ -205,9 +203,7 @@ async def find_lost_batches(collection: str, job: dict[str, Any], batches: list[
     A re-run after ``FAILED`` replays the failed run's batches, but the collection may have
     been dropped since. ``run`` (the current execution id) makes the check fresh per run.
     """
-    options = chroma_options()
-    spec = _job(options, job)
-    target = chroma_target(collection)
+    options, spec, target = _context(job, collection)
     return await asyncio.to_thread(_lost_sync, target, spec, list(batches), options)
 
 
@@ -221,9 +217,7 @@ async def cleanup_ingest(collection: str, job: dict[str, Any], plan_digest: str)
     Raises:
         SourceChangedError: The sources changed since the plan (``plan_digest``).
     """
-    options = chroma_options()
-    spec = _job(options, job)
-    target = chroma_target(collection)
+    options, spec, target = _context(job, collection)
     result = await asyncio.to_thread(cleanup_stale, target, spec, plan_digest, ef=options.embedding_function)
     count("flux_chroma_chunks_deleted_total", int(result.get("deleted", 0)), spec.tenant, collection)
     await send_progress({"phase": "cleanup", "tenant": spec.tenant, "collection": collection, **result})

@@ -22,7 +22,7 @@ from flux import task
 
 import flux_chroma.errors as fc_errors
 from flux_chroma.errors import ConfigurationError, FluxChromaError
-from flux_chroma.ingest.units import bounded_gather
+from flux_chroma.ingest.units import UnitFailure, bounded_gather
 
 __all__ = ["UNIT_WORKFLOW", "DEFAULT_UNIT_TIMEOUT", "await_unit", "check_dispatch", "dispatch_units", "error_from_output"]
 
@@ -165,13 +165,13 @@ async def _start(payload: dict[str, Any], unit_timeout: float) -> str:
 
 async def dispatch_units(
     job: dict[str, Any], collection: str, units: list[dict[str, Any]], parallel: int, unit_timeout: float
-) -> tuple[list[dict[str, Any]], tuple[dict[str, Any], BaseException] | None]:
+) -> tuple[list[dict[str, Any]], UnitFailure | None]:
     """Run units as child executions, at most ``parallel`` at once.
 
     ``job`` is :meth:`IngestJob.work_dict`, ``units`` from :func:`~flux_chroma.ingest.units.shard`.
 
     Returns:
-        ``(receipts in batch order, (first batch of the earliest failed unit, its error) or None)``.
+        ``(receipts in batch order, the earliest failed unit's UnitFailure or None)``.
     """
     await check_dispatch()
     failed = asyncio.Event()
@@ -189,6 +189,6 @@ async def dispatch_units(
 
     results = await bounded_gather([run(unit) for unit in units], parallel)
     pairs = zip(units, results, strict=True)
-    failures = [(unit["batches"][0], r) for unit, r in pairs if isinstance(r, BaseException)]
+    failures = [UnitFailure(u["batches"][0], r) for u, r in pairs if isinstance(r, BaseException)]
     done = [receipt for r in results if not isinstance(r, BaseException) for receipt in r]
     return sorted(done, key=lambda r: int(r["batch"])), (failures[0] if failures else None)

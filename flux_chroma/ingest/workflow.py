@@ -24,10 +24,11 @@ from flux_chroma.ingest.spec import IngestJob
 from flux_chroma.ingest.units import bounded_gather, run_units_inline, shard
 from flux_chroma.telemetry import span
 
-__all__ = ["ingest_steps", "ingest_job", "ingest_unit", "ingest_tenants", "build_report", "bounded_gather", "NAMESPACE", "job_from_input"]
+__all__ = ["ingest_steps", "ingest_job", "ingest_unit", "ingest_tenants", "build_report", "bounded_gather"]
 
-NAMESPACE = "flux-chroma"
 _SUMS = ("added", "updated", "skipped", "embedded", "cache_hits", "verified")
+_COUNTS = ("skipped_file_count", "unmatched_files", "excluded_files")
+_TIMED = ("batch", "chunks", "added", "skipped", "seconds", "embed_seconds", "execution_id", "pid")
 
 
 def build_report(job: IngestJob, plan: dict[str, Any], receipts: list[dict[str, Any]], cleanup: dict[str, Any] | None) -> dict[str, Any]:
@@ -41,7 +42,7 @@ def build_report(job: IngestJob, plan: dict[str, Any], receipts: list[dict[str, 
         ``verified``), ``deleted``, ``failed`` (chunks not written), ``cleanup``, and
         ``batch_timings`` (per batch, with the worker, execution and process that wrote it).
     """
-    report: dict[str, Any] = {
+    return {
         "tenant": job.tenant,
         "collection": plan["collection"],
         "requested_collection": job.collection,
@@ -53,25 +54,19 @@ def build_report(job: IngestJob, plan: dict[str, Any], receipts: list[dict[str, 
         "truncated": plan.get("truncated"),
         "chunker": plan.get("chunker"),
         "batches": len(plan["batches"]),
+        **{key: sum(int(r[key]) for r in receipts) for key in _SUMS},
+        "deleted": int((cleanup or {}).get("deleted", 0)),
+        "failed": plan["chunks"] - sum(int(r["chunks"]) for r in receipts),
+        "embed_seconds": round(sum(float(r["embed_seconds"]) for r in receipts), 6),
+        "cleanup": cleanup,
+        "duplicates": plan["duplicates"],
+        "duplicate_count": plan["duplicate_count"],
+        "skipped_files": plan.get("skipped_files", []),
+        **{key: plan.get(key, 0) for key in _COUNTS},
+        "batch_timings": [
+            {**{k: r[k] for k in _TIMED}, "worker": r.get("worker")} for r in receipts
+        ],
     }
-    for key in _SUMS:
-        report[key] = sum(int(r[key]) for r in receipts)
-    report["deleted"] = int((cleanup or {}).get("deleted", 0))
-    report["failed"] = plan["chunks"] - sum(int(r["chunks"]) for r in receipts)
-    report["embed_seconds"] = round(sum(float(r["embed_seconds"]) for r in receipts), 6)
-    report["cleanup"] = cleanup
-    report["duplicates"] = plan["duplicates"]
-    report["duplicate_count"] = plan["duplicate_count"]
-    for key in ("skipped_files", "skipped_file_count", "unmatched_files", "excluded_files"):
-        report[key] = plan.get(key, [] if key == "skipped_files" else 0)
-    report["batch_timings"] = [
-        {
-            **{k: r[k] for k in ("batch", "chunks", "added", "skipped", "seconds", "embed_seconds", "execution_id", "pid")},
-            "worker": r.get("worker"),
-        }
-        for r in receipts
-    ]
-    return report
 
 
 def _stopped(exc: BaseException, job: IngestJob, plan: dict[str, Any], receipts: list[dict[str, Any]], ref: dict[str, Any]) -> FluxChromaError:
@@ -116,13 +111,11 @@ async def ingest_steps(job: IngestJob | dict[str, Any], *, expected_digest: str 
     units = shard(plan["batches"], spec.parallel)
     if spec.parallel > 1 and (await ExecutionContext.get()).current_worker:
         timeout = float(spec.options.get("unit_timeout") or DEFAULT_UNIT_TIMEOUT)
-        receipts, failed = await dispatch_units(spec_dict, plan["collection"], units, spec.parallel, timeout)
-        if failed is not None:
-            raise _stopped(failed[1], spec, plan, receipts, failed[0]) from None
+        receipts, failure = await dispatch_units(spec_dict, plan["collection"], units, spec.parallel, timeout)
     else:
         receipts, failure = await run_units_inline(units, write, spec.parallel)
-        if failure is not None:
-            raise _stopped(failure.cause, spec, plan, receipts, failure.ref) from None
+    if failure is not None:
+        raise _stopped(failure.cause, spec, plan, receipts, failure.ref) from None
     receipts = await _rewrite_lost(plan, spec_dict, receipts, opts, write)
     cleanup = None
     if spec.cleanup is not None:
@@ -158,18 +151,12 @@ async def _rewrite_lost(
     return [again.get(int(r["batch"]), r) for r in receipts]
 
 
-def job_from_input(value: Any) -> tuple[IngestJob, str | None]:
-    """Read ``{"job": spec, "digest": ...}`` (what :func:`run_ingest` submits) or a bare spec."""
-    if isinstance(value, dict) and "job" in value:
-        return IngestJob.from_dict(value["job"]), value.get("digest")
-    return IngestJob.from_dict(value), None
-
-
 @workflow.with_options(namespace="flux-chroma")
 async def ingest_job(ctx: ExecutionContext[dict[str, Any]]) -> dict[str, Any]:
     """Ingest one job: input is a job spec, or ``{"job": spec, "digest": corpus digest}``."""
-    job, digest = job_from_input(ctx.input)
-    return await ingest_steps(job, expected_digest=digest)
+    if isinstance(ctx.input, dict) and "job" in ctx.input:
+        return await ingest_steps(ctx.input["job"], expected_digest=ctx.input.get("digest"))
+    return await ingest_steps(ctx.input)
 
 
 @workflow.with_options(namespace="flux-chroma")
