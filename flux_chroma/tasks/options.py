@@ -9,15 +9,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from flux_chroma.chroma.collections import Target
 from flux_chroma.chroma.naming import Namespace, validate_tenant
 from flux_chroma.chroma.settings import ConnectionSettings
 from flux_chroma.errors import ConfigurationError
-
-if TYPE_CHECKING:
-    from flux_chroma.tasks.writer import WriteOptions
+from flux_chroma.tasks.writer import WriteOptions
 
 __all__ = ["CHROMA_OPTION_NAMES", "REMOVED_OPTIONS", "ChromaOptions", "reject_removed_options"]
 
@@ -127,8 +125,6 @@ class ChromaOptions:
 
     def write_options(self, **overrides: Any) -> WriteOptions:
         """These options' :class:`~flux_chroma.tasks.writer.WriteOptions`, with ``overrides``."""
-        from flux_chroma.tasks.writer import WriteOptions
-
         return WriteOptions(**{
             "ef": self.embedding_function,
             "cache": self.embedding_cache(),

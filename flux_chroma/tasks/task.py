@@ -21,6 +21,7 @@ from typing import Any
 from flux import task
 from flux.errors import ExecutionTimeoutError, RetryError
 
+from flux_chroma.chroma.settings import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, _env_float
 from flux_chroma.errors import ConfigurationError, FluxChromaError
 from flux_chroma.seams import route_task_failures
 from flux_chroma.tasks.context import task_scope
@@ -65,12 +66,6 @@ def _bounded(options: ChromaOptions, timeout: float) -> ChromaOptions:
     """
     if not timeout or timeout <= 0:
         return options
-    from flux_chroma.chroma.settings import (
-        DEFAULT_CONNECT_TIMEOUT,
-        DEFAULT_READ_TIMEOUT,
-        _env_float,
-    )
-
     read = options.read_timeout or _env_float("FLUX_CHROMA_READ_TIMEOUT", DEFAULT_READ_TIMEOUT)
     connect = options.connect_timeout or _env_float("FLUX_CHROMA_CONNECT_TIMEOUT", DEFAULT_CONNECT_TIMEOUT)
     if read <= timeout and connect <= timeout:
