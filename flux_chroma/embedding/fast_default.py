@@ -15,7 +15,7 @@ from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
-from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
+from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 
 from flux_chroma.embedding.model_files import (
     MAX_TOKENS,
@@ -112,6 +112,7 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
         ConfigurationError: ``batch_size`` or ``threads`` (1 to 1024) is invalid.
 
     The model loads on the first call; an unpickled copy looks it up again in its own process.
+    ``default_space()`` and ``supported_spaces()`` are inherited, as by Chroma's default.
     """
 
     def __init__(
@@ -234,10 +235,6 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
         """Build a default instance from a persisted config (always ``{}``, ignored)."""
         return FastDefaultEmbedding()
 
-    @staticmethod
-    def validate_config(config: dict[str, Any]) -> None:
-        """Accept any config, as Chroma's default does."""
-
     def is_legacy(self) -> bool:
         """Return False: this class implements the full config protocol."""
         return False
@@ -245,11 +242,3 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
     def max_tokens(self) -> int:
         """Return the token limit (256, special tokens included)."""
         return MAX_TOKENS
-
-    def default_space(self) -> Space:
-        """Return ``"l2"``, the space Chroma's ``DefaultEmbeddingFunction`` reports."""
-        return "l2"
-
-    def supported_spaces(self) -> list[Space]:
-        """Return the spaces the normalised vectors support."""
-        return ["cosine", "l2", "ip"]
