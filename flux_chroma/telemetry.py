@@ -48,7 +48,7 @@ _SAFE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,512}$")
 
 def _name(value: object) -> str:
     """A tenant or collection label: the validated name itself, or ``-``."""
-    return value if isinstance(value, str) and _SAFE_NAME.match(value) else "-"
+    return value if isinstance(value, str) and _SAFE_NAME.fullmatch(value) else "-"
 
 
 def labels(tenant: object, collection: object = None) -> dict[str, str]:

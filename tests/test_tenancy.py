@@ -91,9 +91,9 @@ def test_hostile_names_stay_inside_the_tenant(url: str, raw_client) -> None:  # 
 
 @pytest.mark.parametrize(
     "bad_tenant",
-    ["ACME", "ac", "a" * 64, "acme_x", "acme__x", "acme--x", "-acme", "acme-", "\uff41cme", "", " acme", 7, None],
+    ["ACME", "ac", "a" * 64, "acme_x", "acme__x", "acme--x", "-acme", "acme-", "\uff41cme", "", " acme", "acme\n", 7, None],
     ids=["upper", "too-short", "too-long", "underscore", "separator", "double-hyphen", "leading-hyphen",
-         "trailing-hyphen", "fullwidth", "empty", "space", "int", "none"],
+         "trailing-hyphen", "fullwidth", "empty", "space", "trailing-newline", "int", "none"],
 )
 def test_invalid_tenants_are_rejected_before_any_request(bad_tenant: object) -> None:
     with pytest.raises(E.TenantError):

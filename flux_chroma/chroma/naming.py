@@ -41,7 +41,7 @@ def validate_tenant(tenant: object) -> str:
         raise TenantError(f"tenant must be a string, got {type(tenant).__name__}.")
     if not 3 <= len(tenant) <= 63:
         raise TenantError(f"tenant {tenant!r} must be 3-63 characters long (got {len(tenant)}).")
-    if not tenant.isascii() or not _TENANT_RE.match(tenant):
+    if not tenant.isascii() or not _TENANT_RE.fullmatch(tenant):
         raise TenantError(
             f"tenant {tenant!r} may only contain lowercase ASCII letters, digits and single "
             "hyphens, and must start and end with a letter or digit (no underscores)."
@@ -68,7 +68,7 @@ def validate_collection_name(name: object) -> str:
             f"collection name {name[:80]!r} must be 3-512 characters long (got {len(name)}): "
             "Chroma's naming rule, applied to the name itself so it is valid in both tenancy modes."
         )
-    if not name.isascii() or not _SHORT_RE.match(name):
+    if not name.isascii() or not _SHORT_RE.fullmatch(name):
         raise InvalidNameError(
             f"collection name {name[:80]!r} may only contain ASCII letters, digits, '.', '_' "
             "and '-' (no spaces, slashes or look-alike characters)."
