@@ -9,6 +9,8 @@ line or header is caught too.
 
 from __future__ import annotations
 
+import functools
+import ssl
 import threading
 import time
 from collections.abc import Iterable
@@ -95,12 +97,18 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         return _DeadlineStream(stream)
 
 
+@functools.cache
+def _ssl_context(verify: bool) -> ssl.SSLContext:
+    """One context per process: loading the CA bundle costs ~70 ms, once per context."""
+    return httpx.create_ssl_context(verify=verify)
+
+
 def _transport(verify: bool, limits: httpx.Limits) -> httpx.HTTPTransport:
-    transport = httpx.HTTPTransport(verify=verify, limits=limits)
+    transport = httpx.HTTPTransport(verify=_ssl_context(verify), limits=limits)
     # httpx has no public hook for httpcore's network backend; the pool is rebuilt the way
     # HTTPTransport builds it (tests/test_reliability_hangs.py proves the deadline holds).
     pool = httpcore.ConnectionPool(
-        ssl_context=httpx.create_ssl_context(verify=verify),
+        ssl_context=_ssl_context(verify),
         max_connections=limits.max_connections,
         max_keepalive_connections=limits.max_keepalive_connections,
         keepalive_expiry=limits.keepalive_expiry,
