@@ -259,7 +259,7 @@ def query_collection(
 
 
 def _contains_keys(where: Any, path: str = "where") -> list[tuple[str, str, Any]]:
-    """``(path, key, operand)`` of every ``$contains``/``$not_contains`` metadata condition."""
+    """``(path, key, operand)`` of every ``$contains`` metadata condition."""
     if not isinstance(where, dict):
         return []
     found: list[tuple[str, str, Any]] = []
