@@ -41,8 +41,7 @@ def report_lines(report: dict[str, Any]) -> list[str]:
     def row(label: str, figures: dict[str, Any]) -> str:
         return f"{label:<16}{figures['questions']:>5}" + "".join(f"{figures[c]:>10.4f}" for c in columns)
 
-    for mode, figures in report["modes"].items():
-        lines.append(row(mode, figures))
+    lines += [row(mode, figures) for mode, figures in report["modes"].items()]
     kinds = report["kinds"]
     single = len(kinds) == 1 and all(f["questions"] == report["questions"] for f in next(iter(kinds.values())).values())
     for kind, per_mode in ({} if single else kinds).items():
