@@ -123,7 +123,8 @@ def run_row1(report: Report, plan: Any) -> None:
     samples = _samples(plan)
     fast.embed(samples[0][2][:8])  # load the session once (FastDefaultEmbedding keeps it)
     default(samples[0][2][:2])  # loads files into the page cache (it rebuilds its session per call)
-    peak_before, how = measure_peak_gflops()
+    repeats = 3 if plan.quick else 10  # quick: fewer timed matmuls (the best of 3, noisier)
+    peak_before, how = measure_peak_gflops(repeats=repeats)
     short: dict[str, Any] = {}
     lines = []
     rates: list[tuple[str, float, float, float, float, float]] = []
@@ -169,7 +170,7 @@ def run_row1(report: Report, plan: Any) -> None:
             short.update(executed=executed, default_flops=default_flops, mean=round(tokens / n))
     # Sampled twice, before and after the embedders: on a shared machine one sampling can fall in a
     # busy moment and read low (a share above 100% was seen); the better of the two is the peak.
-    peak_after, _ = measure_peak_gflops()
+    peak_after, _ = measure_peak_gflops(repeats=repeats)
     peak = max(peak_before, peak_after)
     how += f"; sampled before and after the embedders ({fmt(peak_before)} and {fmt(peak_after)} GFLOP/s), the higher counts"
     for where, executed, useful, t_fast, default_flops, t_default in rates:

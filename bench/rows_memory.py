@@ -241,7 +241,7 @@ def _cold_rows(b: Bench) -> None:
         ),
     )
     old_at: dict[int, dict[str, Any]] = {}
-    for k, size in enumerate(COLD_BATCH_SIZES):
+    for k, size in enumerate(COLD_BATCH_SIZES[:1] if b.plan.quick else COLD_BATCH_SIZES):
         sides = ("new", "old") if k == 0 else ("new",)
         got: dict[str, dict[str, Any]] = {}
         for side in sides if k % 2 == 0 else tuple(reversed(sides)):

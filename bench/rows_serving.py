@@ -47,7 +47,8 @@ def run_row8(b: Bench) -> None:
     size = min(b.plan.sizes)
     name = populate(b, size)
     calls = b.plan.serve_calls
-    questions = sample_questions(b, size, calls + _WARMUP)
+    warmup = 1 if b.plan.quick else _WARMUP
+    questions = sample_questions(b, size, calls + warmup)
     names = [f"{side}{suffix}" for side, _ in _SIDES for suffix in ("", "_inprocess")]
     times: dict[str, list[float]] = {n: [] for n in names}
     raw_times: list[float] = []
@@ -60,10 +61,10 @@ def run_row8(b: Bench) -> None:
             order = names if i % 2 == 0 else names[::-1]
             for n in order:
                 seconds = _time_call(stack, n, payload)
-                if i >= _WARMUP:
+                if i >= warmup:
                     times[n].append(seconds)
             seconds = raw.raw(question)
-            if i >= _WARMUP:
+            if i >= warmup:
                 raw_times.append(seconds)
     ms = 1000.0
     where = f"{size:,} chunks, {calls} calls each"
@@ -106,7 +107,7 @@ def run_row8(b: Bench) -> None:
             'and with `runner="inprocess"`. Per question the eight run one after another (order '
             "reversed every other question), each a `POST .../run/sync` timed from the harness: "
             "the full round trip through the server and the worker. "
-            f"{_WARMUP} warm-up questions are not counted. A `step` workflow running one no-op "
+            f"{warmup} warm-up question{'s are' if warmup > 1 else ' is'} not counted. A `step` workflow running one no-op "
             "Flux task shows Flux's own cost of a task (its events go through the server), and "
             "the same question asked raw from the harness (fast default model + "
             "`collection.query`, k=5, a client built beforehand) shows the work no serving layer "
