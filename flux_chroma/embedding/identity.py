@@ -18,7 +18,6 @@ import json
 import math
 import os
 import tempfile
-import threading
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -236,8 +235,7 @@ def fingerprint_from_vectors(vectors: npt.ArrayLike) -> Fingerprint:
     return Fingerprint(digest=digest, dimension=int(matrix.shape[1]), probe=fine)
 
 
-_CACHE: dict[str, Fingerprint] = {}
-_CACHE_LOCK = threading.Lock()
+_CACHE: dict[str, Fingerprint] = {}  # single get/set calls: atomic, no lock needed
 
 
 def _cache_key(ef: Any) -> str | None:
@@ -269,8 +267,7 @@ def compute_fingerprint(ef: Any, *, use_cache: bool = True) -> Fingerprint:
 
     ensure_model_available(ef)
     key = _cache_key(ef) if use_cache else None
-    with _CACHE_LOCK:
-        found = _CACHE.get(key) if key is not None else None
+    found = _CACHE.get(key) if key is not None else None
     if found is not None:
         return found
     files_key = model_files_key(ef) if use_cache else None
@@ -286,15 +283,13 @@ def compute_fingerprint(ef: Any, *, use_cache: bool = True) -> Fingerprint:
         if files_key is not None:
             save_fingerprint(files_key, found)
     if key is not None:
-        with _CACHE_LOCK:
-            _CACHE[key] = found
+        _CACHE[key] = found
     return found
 
 
 def clear_fingerprint_cache() -> None:
     """Forget every fingerprint computed in this process (for tests)."""
-    with _CACHE_LOCK:
-        _CACHE.clear()
+    _CACHE.clear()
 
 
 # Persisted fingerprints of local model files (FastDefaultEmbedding, Chroma's all-MiniLM-L6-v2),
