@@ -103,7 +103,7 @@ async def plan_ingest(job: dict[str, Any], expected_digest: str | None = None) -
     """
     options, spec, target = _context(job)
     plan = await asyncio.to_thread(_plan_sync, target, spec, expected_digest, options)
-    skipped_files = sum(int(stats.get("skipped_files", 0)) for stats in plan["sources"])
+    skipped_files = int(plan["skipped_file_count"])
     count("flux_chroma_files_skipped_total", skipped_files, spec.tenant, plan["collection"])
     await send_progress({"phase": "planned", "tenant": spec.tenant, "collection": plan["collection"], "batches": len(plan["batches"]), "chunks": plan["chunks"]})
     return plan

@@ -326,7 +326,7 @@ def read_file(path: str, name: str, encoding: str = "utf-8") -> Converted | Skip
         key: tuple[Any, ...] | None = (path, name, encoding, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
     except OSError:
         key = None
-    if key is not None and key in _RECENT:
+    if key in _RECENT:
         return _RECENT[key]
     fmt, gzipped = format_of(name)
     try:

@@ -272,14 +272,12 @@ def read_batch(job: IngestJob | Mapping[str, Any], ref: dict[str, Any]) -> list[
     exclude = set(ref.get("exclude") or ())
     chunker = chunker_for(job.chunking, job.embedding_function)
     out: list[Chunk] = []
-    first = True
+    skip = ref["skip"]  # the first document's chunks that earlier batches hold
     for unit in iter_units(src, ref["cursor"], skip=exclude):
         if unit.cursor in exclude:
             continue
-        chunks = chunks_of(unit, job, chunker)
-        if first:
-            chunks = chunks[ref["skip"] :]
-            first = False
+        chunks = chunks_of(unit, job, chunker)[skip:]
+        skip = 0
         out.extend(chunks[: ref["count"] - len(out)])
         if len(out) >= ref["count"]:
             break

@@ -102,7 +102,7 @@ class Chunker:
         if options.unit == "tokens" and tokens is not None and self.size > tokens.capacity:
             if options.size is None:
                 self.size = tokens.capacity
-                self.overlap = min(self.overlap, self.size // 2 - 1 if self.size > 2 else 0)
+                self.overlap = min(self.overlap, self.size // 2 - 1)  # capacity >= 8 (tokens.py)
             else:
                 raise ConfigurationError(
                     f"chunking.size={options.size} tokens is more than {tokens.model} reads: "

@@ -111,16 +111,15 @@ def default_model_tokens() -> ModelTokens:
     """
     folders = [Path(os.environ[MODEL_DIR_ENV])] if os.environ.get(MODEL_DIR_ENV) else []
     folders.append(chroma_default_model_dir())
-    looked: list[tuple[Path, Sequence[str]]] = []
     for folder in folders:
         path = folder / "tokenizer.json"
         try:
             stat = path.stat()
         except OSError:
-            stat = None
-        if stat is not None and S_ISREG(stat.st_mode):
+            continue
+        if S_ISREG(stat.st_mode):
             return _load_file(path, stat, MODEL_NAME, MAX_TOKENS)
-        looked.append((folder, ["tokenizer.json"]))
+    looked = [(folder, ["tokenizer.json"]) for folder in folders]
     raise model_not_available_error("chunking (token counts)", looked)
 
 
