@@ -146,12 +146,10 @@ def span(name: str, tenant: object, collection: object = None, **numbers: int | 
         return
     from opentelemetry.trace import Status, StatusCode
 
-    attributes: dict[str, Any] = {
-        "flux_chroma.tenant": _name(tenant),
-        "flux_chroma.collection": _name(collection),
+    fields = {**labels(tenant, collection), **numbers}
+    attributes = {
+        f"flux_chroma.{k}": v if isinstance(v, int) else _name(v) for k, v in fields.items()
     }
-    for key, value in numbers.items():
-        attributes[f"flux_chroma.{key}"] = value if isinstance(value, int) else _name(value)
     with tracer.start_as_current_span(
         name, attributes=attributes, record_exception=False, set_status_on_exception=False
     ) as current:
