@@ -119,3 +119,26 @@ def test_a_rerun_of_a_failed_execution_names_both_executions(capsys: pytest.Capt
     reporter.update({"phase": "execution", "execution_id": "fc-x-r2", "resumed_from": "fc-x-r1", "committed": 1})
     reporter.update({"phase": "execution", "execution_id": "fc-y-r1", "resumed_from": None, "committed": 0})
     assert capsys.readouterr().err.splitlines() == ["resuming execution fc-x-r1 as fc-x-r2, 1 batch already committed"]
+
+
+def test_the_fast_exit_keeps_the_status_the_output_and_the_commands_exit_handlers(tmp_path: Path) -> None:
+    """``main()`` skips the interpreter's teardown, never what the command itself set up."""
+    marker = tmp_path / "handler-ran"
+    code = f"""
+import atexit, sys
+import flux_chroma.cli
+
+cli_app = sys.modules["flux_chroma.cli.app"]
+
+def command(**kwargs):  # stands in for a command: registers an exit handler, prints, fails
+    atexit.register(lambda: open({str(marker)!r}, "w").write("ran"))
+    sys.stdout.write("x" * 200_000)  # more than a pipe buffer: must all arrive
+    sys.exit(3)  # as the typer app ends every command
+
+cli_app.app = command
+cli_app.main()
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 3, done.stderr[-2000:]
+    assert done.stdout == "x" * 200_000
+    assert marker.read_text() == "ran"
