@@ -96,12 +96,11 @@ def register_loader(kind: str) -> Callable[[Loader], Loader]:
     return decorate
 
 
-def _check_id(value: Any, what: str) -> str:
+def _check_id(value: Any, what: str) -> None:
     if not isinstance(value, str) or not value.strip() or "#" in value or value != value.strip():
         raise ConfigurationError(
             f"{what} {value!r} must be a non-empty string without '#' or surrounding spaces."
         )
-    return value
 
 
 def _sha(text: str) -> str:
