@@ -38,7 +38,7 @@ from flux_chroma.tasks.options import ChromaOptions
 from flux_chroma.tasks.writer import write_documents
 from flux_chroma.telemetry import count, observe, record_receipt, span
 
-_RETRY: dict[str, Any] = {"retry_max_attempts": 3, "retry_delay": 1, "retry_backoff": 2}
+TASK_RETRY: dict[str, Any] = {"retry_max_attempts": 3, "retry_delay": 1, "retry_backoff": 2}
 
 __all__ = ["plan_ingest", "ingest_batch", "find_lost_batches", "cleanup_ingest", "send_progress"]
 
@@ -80,7 +80,7 @@ def _plan_sync(target: Target, job: IngestJob, expected: str | None, options: Ch
     return plan
 
 
-@chroma_task(**_RETRY)
+@chroma_task(**TASK_RETRY)
 async def plan_ingest(job: dict[str, Any], expected_digest: str | None = None) -> dict[str, Any]:
     """Read a job's sources once and cut it into batch references.
 
@@ -143,7 +143,7 @@ def _batch_sync(target: Target, job: IngestJob, ref: dict[str, Any], options: Ch
     }
 
 
-@chroma_task(**_RETRY)
+@chroma_task(**TASK_RETRY)
 async def ingest_batch(collection: str, job: dict[str, Any], batch: dict[str, Any]) -> dict[str, Any]:
     """Re-read one batch from its reference, write it, and verify the ids on the server.
 
@@ -196,7 +196,7 @@ def _lost_sync(target: Target, job: IngestJob, refs: list[dict[str, Any]], optio
         return [int(ref["batch"]) for ref in refs]  # the whole collection is gone
 
 
-@chroma_task(**_RETRY)
+@chroma_task(**TASK_RETRY)
 async def find_lost_batches(collection: str, job: dict[str, Any], batches: list[dict[str, Any]], run: str) -> list[int]:
     """Numbers of the given (replayed) batches with at least one id missing on the server.
 
@@ -207,7 +207,7 @@ async def find_lost_batches(collection: str, job: dict[str, Any], batches: list[
     return await asyncio.to_thread(_lost_sync, target, spec, list(batches), options)
 
 
-@chroma_task(**_RETRY)
+@chroma_task(**TASK_RETRY)
 async def cleanup_ingest(collection: str, job: dict[str, Any], plan_digest: str) -> dict[str, Any]:
     """Delete the job's stale chunks (after all batches committed), per ``job["cleanup"]``.
 

@@ -22,6 +22,7 @@ from flux import task
 
 import flux_chroma.errors as fc_errors
 from flux_chroma.errors import ConfigurationError, FluxChromaError
+from flux_chroma.ingest.batch import send_progress
 from flux_chroma.ingest.units import UnitFailure, bounded_gather
 
 __all__ = ["UNIT_WORKFLOW", "DEFAULT_UNIT_TIMEOUT", "await_unit", "check_dispatch", "dispatch_units", "error_from_output"]
@@ -91,8 +92,6 @@ async def _await_unit(execution_id: str, unit: int, unit_timeout: float) -> dict
     its event log (the summary carries no event count). Raises the child's own error class.
     """
     from flux.client import FluxClient
-
-    from flux_chroma.ingest.batch import send_progress
 
     async with await FluxClient.for_current_execution() as client:
         answered = changed = read_events = time.monotonic()

@@ -34,6 +34,7 @@ from flux_chroma.errors import (
     UnpinnedCollectionError,
     classify_chroma_error,
 )
+from flux_chroma.ingest.batch import TASK_RETRY, send_progress
 from flux_chroma.ingest.jobs import Progress, execution_base, run_durable
 from flux_chroma.ingest.spec import (
     DEFAULT_BATCH_SIZE,
@@ -163,7 +164,6 @@ def _copy(records: dict[str, Any], target: Target, options: ChromaOptions) -> di
     return {key: written[key] for key in ("added", "updated", "skipped", "embedded", "embed_seconds")}
 
 
-_RETRY: dict[str, Any] = {"retry_max_attempts": 3, "retry_delay": 1, "retry_backoff": 2}
 _MIGRATION_KEY = "fc_migration_source"
 
 
@@ -228,7 +228,7 @@ def _plan_sync(options: ChromaOptions, spec: MigrationSpec) -> dict[str, Any]:
     return {**plan, "count": count, "page_size": size, "pages": pages}
 
 
-@chroma_task(**_RETRY)
+@chroma_task(**TASK_RETRY)
 async def plan_migration(spec: dict[str, Any]) -> dict[str, Any]:
     """Resolve the source, create the pinned target, and cut the source into pages.
 
@@ -245,11 +245,9 @@ def _page_sync(options: ChromaOptions, source: str, target: str, page: dict[str,
     return {"page": page["page"], "records": len(records["ids"]), **totals, "seconds": round(time.perf_counter() - started, 6)}
 
 
-@chroma_task(**_RETRY)
+@chroma_task(**TASK_RETRY)
 async def migrate_page(source: str, target: str, page: dict[str, Any]) -> dict[str, Any]:
     """Re-embed one page of the source into the target (same ids, documents, metadata)."""
-    from flux_chroma.ingest.batch import send_progress
-
     options = chroma_options()
     receipt = await asyncio.to_thread(_page_sync, options, source, target, page)
     await send_progress({"phase": "migrate", "tenant": options.tenant, "source": source, "target": target, **receipt})
@@ -293,7 +291,7 @@ def _reconcile_sync(options: ChromaOptions, source: str, target: str) -> dict[st
     return {"count": len(want), "copied": len(todo), "deleted": len(extra), "verified": True}
 
 
-@chroma_task(**_RETRY)
+@chroma_task(**TASK_RETRY)
 async def reconcile_migration(source: str, target: str) -> dict[str, Any]:
     """Make the target match the source (copy missing/changed, delete extra) and verify it.
 
@@ -303,7 +301,7 @@ async def reconcile_migration(source: str, target: str) -> dict[str, Any]:
     return await asyncio.to_thread(_reconcile_sync, chroma_options(), source, target)
 
 
-@chroma_task(**_RETRY)
+@chroma_task(**TASK_RETRY)
 async def switch_alias(alias: str, target: str, expected: str) -> dict[str, Any]:
     """Point ``alias`` at ``target`` if it still resolves to ``expected``."""
     options = chroma_options()
