@@ -26,9 +26,9 @@ def test_tiny_benchmark_run_fills_every_row(tmp_path: Path) -> None:
     command = [
         sys.executable, "-m", "bench", "--sizes", "40", "--quick", "--embed-sample", "2",
         "--chunk-sample", "2", "--naive-sample", "2", "--naive-batch", "2", "--queries", "4",
-        "--reps", "1", "--scale-docs", "12", "--procs", "1,2", "--serve-calls", "1", "--first-ingest-sample", "12",
+        "--reps", "1", "--scale-docs", "4", "--procs", "1,2", "--serve-calls", "1", "--first-ingest-sample", "6",
         "--int8-sample", "12",
-        "--rss-sizes", "40,80", "--parallel-docs", "8", "--cluster-docs", "24", "--workers", "1",
+        "--rss-sizes", "40,80", "--parallel-docs", "8", "--cluster-docs", "8", "--workers", "1",
         "--out", str(out),
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FLUX_", "CHROMA_"))}
