@@ -203,9 +203,6 @@ class IngestJob:
             return data
         if not isinstance(data, Mapping):
             raise ConfigurationError(f"an ingestion job must be a dict, got {type(data).__name__}.")
-        from flux_chroma.tasks.options import reject_removed_options
-
-        reject_removed_options("job", data)
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
         if unknown:

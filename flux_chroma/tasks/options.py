@@ -7,7 +7,7 @@ Flux's event log and task ids.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
@@ -17,31 +17,7 @@ from flux_chroma.chroma.settings import ConnectionSettings
 from flux_chroma.errors import ConfigurationError
 from flux_chroma.tasks.writer import WriteOptions
 
-__all__ = ["CHROMA_OPTION_NAMES", "REMOVED_OPTIONS", "ChromaOptions", "reject_removed_options"]
-
-REMOVED_OPTIONS: dict[str, str] = {
-    "overlap": (
-        "overlap (embed the next batch in a background thread while one is written) was removed "
-        "before 0.1.0 because it saved 5-10% wall time on a cold first ingest only (benchmark "
-        "row 9 measured 0.90-0.95 of the sequential time on 2 cores, 1.01 in an earlier run) for "
-        "daemon threads and a hand-off between tasks; batches are now embedded and written one "
-        "after another. "
-        "The overlap of chunks (in tokens or characters) is chunking.overlap, which stays"
-    ),
-}
-"""Options that existed before 0.1.0 and were removed: name -> why (for the error message)."""
-
-
-def reject_removed_options(owner: str, names: Iterable[str]) -> None:
-    """Raise :class:`ConfigurationError` for an option or job field flux-chroma removed, saying why.
-
-    ``owner`` (``"job"``, ``"@chroma_task()"``) names what received it in the message.
-    """
-    for name in names:
-        why = REMOVED_OPTIONS.get(name)
-        if why is not None:
-            raise ConfigurationError(f"{owner} got {name}=: remove it. {why}.")
-
+__all__ = ["CHROMA_OPTION_NAMES", "ChromaOptions"]
 
 @dataclass(frozen=True)
 class ChromaOptions:

@@ -26,7 +26,7 @@ from flux_chroma.errors import ConfigurationError, FluxChromaError
 from flux_chroma.seams import route_task_failures
 from flux_chroma.tasks.context import task_scope
 from flux_chroma.tasks.failures import final_error, scrub, unrecordable
-from flux_chroma.tasks.options import CHROMA_OPTION_NAMES, ChromaOptions, reject_removed_options
+from flux_chroma.tasks.options import CHROMA_OPTION_NAMES, ChromaOptions
 from flux_chroma.telemetry import enabled as observability_on
 from flux_chroma.telemetry import observe, record_error, record_receipt, span
 
@@ -45,7 +45,6 @@ def split_options(owner: str, kwargs: dict[str, Any]) -> tuple[dict[str, Any], d
     Raises:
         ConfigurationError: An option that is neither (``owner`` names what received it).
     """
-    reject_removed_options(owner, kwargs)
     unknown = set(kwargs) - FLUX_OPTION_NAMES - CHROMA_OPTION_NAMES
     if unknown:
         raise ConfigurationError(
