@@ -136,6 +136,18 @@ def test_path_prefix_selects_a_folder_and_its_subfolders(tenant: str, tmp_path: 
     assert "where['path']" in text and "can never match" in text and "path_prefix='docs/api'" in text
 
 
+def test_a_folder_that_is_not_there_is_no_hits_when_every_file_is_at_the_root(tenant: str, tmp_path: Path) -> None:
+    """Files at the root carry no ``fc_dirs`` (Chroma refuses empty lists): still no error."""
+    from flux_chroma.ingest import run_ingest
+
+    (tmp_path / "readme.md").write_text("The readme explains how results are ranked.")
+    job = {"tenant": tenant, "collection": "flat", "sources": [{"kind": "files", "path": str(tmp_path)}]}
+    ctx = run_ingest(job)
+    assert ctx.has_succeeded, ctx.output
+    assert _ask(tenant, "flat", "how are results ranked?", k=5, path_prefix="docs") == []
+    assert [h["metadata"]["path"] for h in _ask(tenant, "flat", "how are results ranked?", k=5)] == ["readme.md"]
+
+
 @pytest.mark.parametrize(
     ("extra", "needle"),
     [

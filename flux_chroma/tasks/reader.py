@@ -21,7 +21,6 @@ from flux_chroma.tasks.writer import make_embedder
 __all__ = ["CITATION_KEYS", "Hit", "citation", "public_metadata", "query_collection"]
 
 _MAX_FETCH = 10_000
-_DIRS_KEY = "fc_dirs"
 
 CITATION_KEYS = {
     "fc_heading": "heading",
@@ -240,7 +239,7 @@ def query_collection(
                     hits, more = ranked(index, size)
                 out.append(hits[:k])
         if not any(out) and (full_where or where_document):
-            _explain_no_hits(resolved, where, path_prefix)
+            _explain_no_hits(resolved, where)
         stats = {
             "cache_hits": embedded.hits,
             "cache_misses": embedded.misses,
@@ -272,10 +271,10 @@ def _contains_keys(where: Any, path: str = "where") -> list[tuple[str, str, Any]
     return found
 
 
-def _explain_no_hits(resolved: Resolved, where: dict[str, Any] | None, path_prefix: str | None) -> None:
+def _explain_no_hits(resolved: Resolved, where: dict[str, Any] | None) -> None:
     """Raise when an empty answer comes from a filter that cannot match (samples 200 records)."""
     checks = _contains_keys(where)
-    if not checks and not path_prefix:
+    if not checks:
         return
     sample = resolved.collection.get(limit=200, include=["metadatas"])
     metas = [m for m in (sample.get("metadatas") or []) if m]
@@ -293,9 +292,3 @@ def _explain_no_hits(resolved: Resolved, where: dict[str, Any] | None, path_pref
                 f"{key!r} holds single values here (e.g. {example!r}), so this filter can never "
                 f"match: {hint}, or where_document={{'$contains': ...}} for text in the document."
             )
-    if path_prefix and metas and not any(_DIRS_KEY in m for m in metas) and any("path" in m for m in metas):
-        raise InvalidQueryError(
-            f"path_prefix={path_prefix!r} matched nothing, and this collection's records carry no "
-            f"folder metadata ({_DIRS_KEY!r}): they were ingested by an older flux-chroma. Ingest "
-            "the folder again to add it, or filter on a whole file with where={'path': ...}."
-        )
