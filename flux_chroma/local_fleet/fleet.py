@@ -186,9 +186,8 @@ class LocalFleet:
         if self._http is None:
             # One client (its TLS set-up loads CA files: ~30 ms) but a fresh connection per
             # request: tests stop and restart the server under it.
-            self._http = httpx.Client(
-                base_url=self.url, timeout=RUN_TIMEOUT, limits=httpx.Limits(max_keepalive_connections=0)
-            )
+            fresh = httpx.Limits(max_keepalive_connections=0)
+            self._http = httpx.Client(base_url=self.url, timeout=RUN_TIMEOUT, limits=fresh)
         return self._http
 
     def pid(self, name: str) -> int:
