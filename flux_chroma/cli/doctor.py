@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import importlib.metadata
-import re
-from itertools import takewhile
 from pathlib import Path
 from typing import Any
+
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
 
 from flux_chroma.chroma.settings import ConnectionSettings
 from flux_chroma.cli.host_checks import Check, Status, check_filesystems, check_persistent_client
@@ -22,10 +24,6 @@ __all__ = [
     "check_pins",
     "run_doctor",
 ]
-
-_REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*([^;]*)(;.*)?$")
-_CLAUSE = re.compile(r"^\s*(==|!=|>=|<=|>|<|~=)\s*([0-9][0-9A-Za-z.]*)\s*$")
-
 
 def check_server(settings: ConnectionSettings) -> tuple[Check, dict[str, Any] | None]:
     """Probe the server's heartbeat; return the check and the server info (None: unreachable)."""
@@ -42,33 +40,15 @@ def check_server(settings: ConnectionSettings) -> tuple[Check, dict[str, Any] | 
     )
 
 
-def _version_tuple(text: str) -> tuple[int, ...]:
-    """The leading numeric parts: ``"1.5.0rc1"`` -> ``(1, 5, 0)``."""
-    digits = (re.match(r"\d+", piece) for piece in text.split("."))
-    return tuple(int(match.group()) for match in takewhile(bool, digits) if match)
-
-
 def _satisfies(version: str, spec: str) -> bool:
-    have = _version_tuple(version)
-    for clause in filter(None, (c.strip() for c in spec.split(","))):
-        match = _CLAUSE.match(clause)
-        if match is None:
-            continue  # a specifier form this small parser does not know: do not judge it
-        op, bound = match.group(1), _version_tuple(match.group(2))
-        width = max(len(have), len(bound))
-        a, b = have + (0,) * (width - len(have)), bound + (0,) * (width - len(bound))
-        ok = {
-            "==": a == b,
-            "!=": a != b,
-            ">=": a >= b,
-            "<=": a <= b,
-            ">": a > b,
-            "<": a < b,
-            "~=": a >= b and a[: len(bound) - 1] == b[: len(bound) - 1],
-        }[op]
-        if not ok:
-            return False
-    return True
+    return SpecifierSet(spec).contains(Version(version), prereleases=True)
+
+
+def _major(version: str) -> int | None:
+    try:
+        return Version(version).major
+    except InvalidVersion:
+        return None
 
 
 def _declared_ranges() -> dict[str, str]:
@@ -76,8 +56,8 @@ def _declared_ranges() -> dict[str, str]:
         requires = importlib.metadata.requires("flux-chroma") or []
     except importlib.metadata.PackageNotFoundError:
         requires = []
-    matches = (_REQUIREMENT.match(line) for line in requires)
-    return {m.group(1).lower(): m.group(2).strip() for m in matches if m and not m.group(3)}
+    wanted = (Requirement(line) for line in requires)
+    return {r.name.lower(): str(r.specifier) for r in wanted if r.marker is None}
 
 
 def check_versions(server: dict[str, Any] | None) -> list[Check]:
@@ -110,8 +90,8 @@ def check_versions(server: dict[str, Any] | None) -> list[Check]:
         checks.append(Check("version server", "skip", "server unreachable"))
         return checks
     api = str(server.get("version") or "")
-    api_major, client_major = _version_tuple(api)[:1], _version_tuple(client_version)[:1]
-    if api_major and api_major == client_major:
+    api_major = _major(api)
+    if api_major is not None and api_major == _major(client_version):
         status: Status = "ok"
         detail = f"server API {api} matches chromadb client {client_version}"
     else:
