@@ -1,10 +1,9 @@
 """The warm write path: a cache hit carries its text's token count, so a warm run reports
-truncation without a tokenizer pass; entries of the earlier format are read and upgraded;
+truncation without a tokenizer pass; entries without a count are read and upgraded;
 the stored count is covered by the entry's check sum."""
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 import struct
 from collections.abc import Sequence
@@ -55,26 +54,13 @@ def test_warm_run_counts_no_tokens_and_reports_the_same_truncation(tmp_path: Pat
         assert ef.counted == [["brand new"]] and mixed.misses == 1 and mixed.truncated == 1
 
 
-def _v1_entry(key: str, vector: np.ndarray) -> bytes:
-    """An entry as flux-chroma wrote it before token counts were stored (format FCE1)."""
-    payload = np.asarray(vector, dtype="<f4").tobytes()
-    h = hashlib.sha256(key.encode())
-    h.update(b"FCE1")
-    h.update(struct.pack("<I", vector.size))
-    h.update(payload)
-    return struct.pack("<4sI16s", b"FCE1", vector.size, h.digest()[:16]) + payload
-
-
 def test_entries_without_a_count_are_read_then_upgraded(tmp_path: Path) -> None:
     ef = CountingTokens()
     directory = tmp_path / "cache"
     with EmbeddingCache(directory) as cache:
         digest = CachingEmbedder(ef, cache=cache)._namespace()[0]
         reference = ef.embed([LONG])[0]
-        cache.set_many(digest, [LONG], [reference])  # creates the database and the row
-        key = _key(digest, LONG)
-        with sqlite3.connect(directory / "cache.db") as con:
-            con.execute("UPDATE Cache SET value = ? WHERE key = ?", (_v1_entry(key, reference), key))
+        cache.set_many(digest, [LONG], [reference])  # no count: written by a caller without a tokenizer
         assert cache.lookup(digest, [LONG], 384)[0] is not None
         assert cache.lookup(digest, [LONG], 384)[0][1] is None  # type: ignore[index]
 

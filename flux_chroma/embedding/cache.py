@@ -5,9 +5,9 @@ Keys are ``f"{namespace}:{sha256(text)}"`` (namespace:
 
     b"FCE2" | dimension (uint32 LE) | tokens (uint32 LE) | check (16 bytes) | float32 LE payload
 
-``tokens`` (before truncation; ``0xFFFFFFFF``: unknown) spares a hit the tokenizer; older
-``b"FCE1"`` entries (no count) are still read. ``check`` (SHA-256 over key and the rest) makes a
-damaged or moved value a miss, never a wrong vector; it is no MAC, so the folder is mode 0700.
+``tokens`` (before truncation; ``0xFFFFFFFF``: unknown) spares a hit the tokenizer. ``check``
+(SHA-256 over key and the rest) makes a damaged or moved value a miss, never a wrong vector; it
+is no MAC, so the folder is mode 0700.
 Any cache failure degrades to logged misses, never a failed embedding call.
 """
 
@@ -38,8 +38,6 @@ CACHE_DIR_ENV = "FLUX_CHROMA_CACHE_DIR"
 
 _MAGIC = b"FCE2"
 _HEAD = struct.Struct("<4sII16s")
-_MAGIC_V1 = b"FCE1"  # no token count
-_HEAD_V1 = struct.Struct("<4sI16s")
 _NO_TOKENS = 0xFFFFFFFF
 _REOPEN_AFTER = 30.0  # seconds without cache after a failed open
 
@@ -79,14 +77,10 @@ def _key(namespace: str, text: str) -> str:
     return f"{namespace}:{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()}"
 
 
-def _check(key: str, dimension: int, payload: bytes, tokens: int | None) -> bytes:
+def _check(key: str, dimension: int, payload: bytes, tokens: int) -> bytes:
     h = hashlib.sha256(key.encode())
-    if tokens is None:  # the token-less format of earlier versions
-        h.update(_MAGIC_V1)
-        h.update(struct.pack("<I", dimension))
-    else:
-        h.update(_MAGIC)
-        h.update(struct.pack("<II", dimension, tokens))
+    h.update(_MAGIC)
+    h.update(struct.pack("<II", dimension, tokens))
     h.update(payload)
     return h.digest()[:16]
 
@@ -104,21 +98,15 @@ def decode_full(
     key: str, value: Any, dimension: int
 ) -> tuple[npt.NDArray[np.float32], int | None] | None:
     """Decode a value read under ``key``: ``(float32 vector, tokens or None)``, None if invalid."""
-    if not isinstance(value, bytes):
+    if not isinstance(value, bytes) or len(value) != _HEAD.size + 4 * dimension:
         return None
-    if value[:4] == _MAGIC and len(value) == _HEAD.size + 4 * dimension:
-        _, dim, count, check = _HEAD.unpack_from(value)
-        payload = value[_HEAD.size :]
-        tokens: int | None = None if count == _NO_TOKENS else count
-        expected = _check(key, dim, payload, count)
-    elif value[:4] == _MAGIC_V1 and len(value) == _HEAD_V1.size + 4 * dimension:
-        _, dim, check = _HEAD_V1.unpack_from(value)
-        payload, tokens = value[_HEAD_V1.size :], None
-        expected = _check(key, dim, payload, None)
-    else:
+    if value[:4] != _MAGIC:
         return None
-    if check != expected or dim != dimension:
+    _, dim, count, check = _HEAD.unpack_from(value)
+    payload = value[_HEAD.size :]
+    if check != _check(key, dim, payload, count) or dim != dimension:
         return None
+    tokens = None if count == _NO_TOKENS else count
     vector = np.frombuffer(payload, dtype="<f4").astype(np.float32)
     return (vector, tokens) if bool(np.isfinite(vector).all()) else None
 
