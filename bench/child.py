@@ -293,6 +293,9 @@ def main() -> None:
     result = handlers[mode](params)
     result["peak_rss_mib"] = peak_rss_mib()
     print(json.dumps(result), flush=True)
+    # Every figure is in the result (timed inside this process): skip the interpreter's
+    # teardown of chromadb, onnxruntime and Flux (~0.3 s of CPU per child), as flux-chroma does.
+    os._exit(0)
 
 
 if __name__ == "__main__":
