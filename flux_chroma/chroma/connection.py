@@ -210,7 +210,9 @@ def _chroma_settings(settings: ConnectionSettings) -> Any:
         chroma_server_ssl_enabled=settings.ssl,
         chroma_server_headers=settings.header_dict(),
         anonymized_telemetry=False,
-        chroma_server_ssl_verify=settings.ssl_verify if settings.ssl else None,
+        # Plain HTTP: chromadb's own session (replaced by a BoundedSession before its first
+        # request) then skips loading the CA bundle, 20-70 ms per client.
+        chroma_server_ssl_verify=settings.ssl_verify if settings.ssl else False,
     )
 
 
