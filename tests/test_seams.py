@@ -155,6 +155,21 @@ def test_chromadb_constructor_calls_the_hook_before_its_first_request(
         assert order[:2] == ["hook", "/api/v2/auth/identity"], order
 
 
+def test_chroma_server_command_is_what_the_chroma_script_runs() -> None:
+    import inspect
+    import subprocess
+
+    from chromadb.cli import cli
+
+    with contract("chromadb", "the `chroma` script handing sys.argv to chromadb_rust_bindings.cli"):
+        assert "chromadb_rust_bindings.cli(args)" in inspect.getsource(cli.app)
+        done = subprocess.run(
+            [*seams.chroma_server_command(), "run", "--help"], check=False, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0 and "Usage: chroma run" in done.stdout, done.stdout + done.stderr
+        assert "--path" in done.stdout and "--port" in done.stdout
+
+
 # ---------------------------------------------------------------------------------- httpx
 
 

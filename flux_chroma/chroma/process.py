@@ -8,18 +8,15 @@ import errno
 import ipaddress
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 from flux_chroma.errors import ServerStartError
 
 __all__ = [
     "connect_url",
-    "find_chroma",
     "is_loopback",
     "listens",
     "port_taken_message",
@@ -29,20 +26,6 @@ __all__ = [
 ]
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-
-
-def find_chroma() -> str:
-    """Locate the ``chroma`` console script: next to ``sys.executable``, then on PATH."""
-    beside = Path(sys.executable).parent / "chroma"
-    if beside.is_file() and os.access(beside, os.X_OK):
-        return str(beside)
-    found = shutil.which("chroma")
-    if found:
-        return found
-    raise ServerStartError(
-        f"The `chroma` command was not found next to {sys.executable} or on PATH. Install "
-        "chromadb 1.5 in this environment (pip install 'chromadb>=1.5,<1.6')."
-    )
 
 
 def terminate(proc: subprocess.Popen[bytes], grace: float, sig: int = signal.SIGTERM) -> None:

@@ -31,7 +31,6 @@ from flux_chroma.chroma.ownership import (
 )
 from flux_chroma.chroma.process import (
     connect_url,
-    find_chroma,
     is_loopback,
     listens,
     port_taken_message,
@@ -40,6 +39,7 @@ from flux_chroma.chroma.process import (
     terminate,
 )
 from flux_chroma.errors import ConfigurationError, ServerStartError
+from flux_chroma.seams import chroma_server_command
 
 __all__ = ["LOCK_FILE_NAME", "ChromaServer"]
 
@@ -145,7 +145,7 @@ class ChromaServer:
         """Take ownership of the data directory, launch ``chroma run`` and wait until it answers.
 
         Raises:
-            ServerStartError: Already started, ``chroma`` not installed, port taken, the
+            ServerStartError: Already started, port taken, the
                 child exited, or the heartbeat did not answer within ``startup_timeout``.
             OneOwnerError: Another live server owns the data directory.
         """
@@ -164,10 +164,10 @@ class ChromaServer:
                     UserWarning,
                     stacklevel=2,
                 )
-            executable = find_chroma()
+            command = chroma_server_command()
             lock_fd = acquire_ownership(self._path)
             try:
-                self._launch(executable, lock_fd)
+                self._launch(command, lock_fd)
             except BaseException:
                 os.close(lock_fd)
                 raise
@@ -261,14 +261,14 @@ class ChromaServer:
             self._temp_log_dir = Path(tempfile.mkdtemp(prefix="flux-chroma-server-"))
             self._log_path = self._temp_log_dir / "chroma.log"
 
-    def _launch(self, executable: str, lock_fd: int) -> None:
+    def _launch(self, chroma: list[str], lock_fd: int) -> None:
         attempts = _PORT_ATTEMPTS if self._requested_port == 0 else 1
         for attempt in range(1, attempts + 1):
             port = self._port = probe_port(self._host, self._requested_port)
             if attempt == 1:
                 self._open_log()  # only now: a failed pre-check leaves no empty log behind
             assert self._log_path is not None
-            command = [executable, "run", "--path", str(self._path)]
+            command = [*chroma, "run", "--path", str(self._path)]
             command += ["--host", self._host, "--port", str(port)]
             try:
                 with open(self._log_path, "ab") as log:
@@ -284,7 +284,7 @@ class ChromaServer:
                     )
             except OSError as exc:
                 raise ServerStartError(
-                    f"Cannot launch {executable} for {self._path} ({exc}); check the chromadb "
+                    f"Cannot launch Chroma's server ({chroma[0]}) for {self._path} ({exc}); check the chromadb "
                     "installation and the log_path."
                 ) from exc
             try:
