@@ -64,14 +64,35 @@ def imports_of(tree: ast.Module, name: str, is_package: bool, modules: frozenset
 
 
 def import_graph() -> dict[str, set[str]]:
-    """``module -> flux_chroma modules it imports`` (anywhere in its code, see :func:`imports_of`)."""
+    """``module -> flux_chroma modules it imports`` (anywhere in its code, see :func:`imports_of`),
+    with the packages those imports run first (see :func:`with_packages`)."""
     files = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
     graph: dict[str, set[str]] = {}
     for name, path in files.items():
         tree = ast.parse(path.read_text(), filename=str(path))
         imported = imports_of(tree, name, path.name == "__init__.py", frozenset(files))
         graph[name] = {m for m in imported if m in files and m != name}
-    return graph
+    packages = {_module_name(p) for p in files.values() if p.name == "__init__.py"}
+    return with_packages(graph, packages - {"flux_chroma"})
+
+
+def with_packages(graph: dict[str, set[str]], packages: set[str]) -> dict[str, set[str]]:
+    """Add the implicit edges: importing ``pkg.sub.mod`` runs ``pkg/__init__`` and ``pkg/sub/__init__``
+    first, so a module outside ``pkg`` that imports ``pkg.sub.mod`` imports ``pkg`` too.
+
+    (A module inside ``pkg`` does not: ``pkg/__init__`` is already running when it loads.) Leave
+    out a facade package that re-exports everything, such as the root ``flux_chroma``.
+    """
+    result: dict[str, set[str]] = {}
+    for module, imported in graph.items():
+        result[module] = set(imported)
+        for target in imported:
+            parts = target.split(".")
+            for end in range(1, len(parts)):
+                package = ".".join(parts[:end])
+                if package in packages and package != module and not module.startswith(package + "."):
+                    result[module].add(package)
+    return result
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -123,6 +144,20 @@ def test_no_import_cycle_among_package_modules() -> None:
 def test_the_cycle_finder_finds_a_cycle() -> None:
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_an_import_of_a_submodule_runs_its_package_first() -> None:
+    # ingest/__init__ -> migrate -> quality.metrics -> ingest.chunking ran ingest/__init__ while it was
+    # still running: a cycle that only the root's import order kept harmless.
+    graph = {
+        "p": {"p.migrate"},
+        "p.migrate": {"q.metrics"},
+        "q": set(),
+        "q.metrics": {"p.chunking"},
+        "p.chunking": set(),
+    }
+    assert find_cycle(graph) is None
+    assert find_cycle(with_packages(graph, {"p", "q"})) == ["p", "p.migrate", "q.metrics", "p"]
 
 
 def test_imports_inside_functions_count_and_type_checking_ones_do_not() -> None:

@@ -16,12 +16,11 @@ from importlib.metadata import version
 from typing import Any
 
 from flux_chroma.errors import ConfigurationError
+from flux_chroma.tasks.validation import doc_key_of
 
-__all__ = ["ChunkingOptions", "split_text", "split_spans", "splitter_version", "UNITS", "DEFAULT_TOKENS", "chunk_id", "doc_key_of", "MAX_DOC_ID"]
+__all__ = ["ChunkingOptions", "split_text", "split_spans", "splitter_version", "UNITS", "DEFAULT_TOKENS", "chunk_id"]
 
 _WORD = re.compile(r"\S+")
-MAX_DOC_ID = 400
-"""Document ids longer than this are replaced by a digest inside chunk ids."""
 
 
 UNITS = ("tokens", "chars")
@@ -136,11 +135,6 @@ def split_text(text: str, options: ChunkingOptions) -> list[str]:
 
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def doc_key_of(doc_id: str) -> str:
-    """The form of a document id used inside chunk ids (a digest when it is very long)."""
-    return doc_id if len(doc_id) <= MAX_DOC_ID else "h-" + _sha(doc_id)[:32]
 
 
 def chunk_id(doc_id: str, index: int, text: str) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flux_chroma.errors import DuplicateIdError, SourceChangedError
-from flux_chroma.ingest.chunking import chunk_id, doc_key_of
+from flux_chroma.ingest.chunking import chunk_id
 from flux_chroma.ingest.sources import (
     SkippedUnit,
     Unit,
@@ -27,7 +27,7 @@ from flux_chroma.ingest.sources import (
 )
 from flux_chroma.ingest.spec import IngestJob, digest_of
 from flux_chroma.ingest.splitter import Chunker, chunker_for, is_markdown
-from flux_chroma.tasks.validation import Document
+from flux_chroma.tasks.validation import Document, doc_key_of
 
 __all__ = ["Chunk", "chunks_of", "CITATION_KEYS", "build_plan", "read_batch", "iter_chunks", "live_chunks", "LiveSet", "key64", "MAX_REPORTED_DUPLICATES", "MAX_REPORTED_SKIPS"]
 

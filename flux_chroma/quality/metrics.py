@@ -11,8 +11,8 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from flux_chroma.ingest.chunking import doc_key_of
 from flux_chroma.tasks.documents import document_key
+from flux_chroma.tasks.validation import doc_key_of
 
 __all__ = ["NDCG_DEPTH", "answers_to", "score_question", "summarize"]
 

@@ -22,11 +22,10 @@ from typing import Any, TypedDict
 
 from flux_chroma.chroma.collections import Resolved
 from flux_chroma.errors import InvalidQueryError
-from flux_chroma.ingest.chunking import doc_key_of
 from flux_chroma.tasks.context import use_collection
 from flux_chroma.tasks.decorator import chroma_task
 from flux_chroma.tasks.reader import public_metadata
-from flux_chroma.tasks.validation import utf8_problem, validate_where
+from flux_chroma.tasks.validation import doc_key_of, utf8_problem, validate_where
 
 __all__ = [
     "DocumentEntry",

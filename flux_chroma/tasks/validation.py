@@ -7,6 +7,7 @@ call fails before a single record is written.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,7 +16,9 @@ from typing import Any
 from flux_chroma.errors import DuplicateIdError, InvalidDocumentError, InvalidQueryError
 
 __all__ = [
+    "MAX_DOC_ID",
     "RESERVED_PREFIX",
+    "doc_key_of",
     "Document",
     "utf8_problem",
     "validate_documents",
@@ -25,6 +28,16 @@ __all__ = [
     "validate_where",
     "validate_where_document",
 ]
+
+MAX_DOC_ID = 400
+"""Document ids longer than this are replaced by a digest inside chunk ids."""
+
+
+def doc_key_of(doc_id: str) -> str:
+    """The form of a document id used inside chunk ids (a digest when it is very long)."""
+    if len(doc_id) <= MAX_DOC_ID:
+        return doc_id
+    return "h-" + hashlib.sha256(doc_id.encode("utf-8")).hexdigest()[:32]
 
 RESERVED_PREFIX = "fc_"
 """Metadata keys with this prefix are flux-chroma's own (content hash, source, ...)."""
