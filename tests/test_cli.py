@@ -322,8 +322,8 @@ def test_network_filesystems_are_warned_about(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("version", "spec", "ok"),
-    [("1.5.9", "<1.6,>=1.5.0", True), ("1.6.0", "<1.6,>=1.5.0", False), ("0.87.5", ">=0.87.5,<0.88", True), ("0.88.1", "<0.88", False)],
-    ids=["inside", "above", "lower-bound", "next-minor"],
+    [("1.5.9", "<1.6,>=1.5.0", True), ("1.6.0", "<1.6,>=1.5.0", False), ("0.87.5", ">=0.87.5,<0.88", True), ("0.88.1", "<0.88", False), ("1.5-local build", "<1.6", False)],
+    ids=["inside", "above", "lower-bound", "next-minor", "not-pep-440"],
 )
 def test_version_ranges(version: str, spec: str, ok: bool) -> None:
     assert _satisfies(version, spec) is ok

@@ -41,7 +41,10 @@ def check_server(settings: ConnectionSettings) -> tuple[Check, dict[str, Any] | 
 
 
 def _satisfies(version: str, spec: str) -> bool:
-    return SpecifierSet(spec).contains(Version(version), prereleases=True)
+    try:
+        return SpecifierSet(spec).contains(Version(version), prereleases=True)
+    except InvalidVersion:  # not PEP 440: it cannot be shown to be inside the range
+        return False
 
 
 def _major(version: str) -> int | None:
