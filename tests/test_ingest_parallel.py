@@ -11,8 +11,6 @@ import asyncio
 import json
 import os
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 import toy_embeddings  # noqa: F401 - registers the toy embedding functions
+from cli_inproc import run_cli
 from flux import ExecutionContext, workflow
 from ingest_workflows import files_job, write_docs
 
@@ -29,7 +28,6 @@ from flux_chroma.ingest.jobs import execution_base, latest_run
 from flux_chroma.ingest.spec import embedding_from_spec
 from flux_chroma.ingest.units import MAX_UNIT_BATCHES, shard, unit_size
 
-HANG_GUARD = 120  # seconds; only stops a broken CLI call from hanging
 LATENCY = {"name": "toy-latency", "config": {"dim": 8, "delay": 0.03}}
 
 
@@ -115,14 +113,10 @@ def test_parallel_4_inline_gives_exactly_what_parallel_1_gives(tmp_path: Path, t
 
 def test_cli_parallel_option(url: str, tenant: str, tmp_path: Path) -> None:
     write_docs(tmp_path / "docs", ["alpha", "bravo", "charlie"], words=40)
-    env = {**os.environ}
-    base = [sys.executable, "-m", "flux_chroma.cli", "ingest", str(tmp_path / "docs"), "-c", "notes", "--url", url, "--tenant", tenant]
-    bad = subprocess.run([*base, "--parallel", "0"], capture_output=True, text=True, env=env, timeout=HANG_GUARD, check=False)
+    base = ["ingest", str(tmp_path / "docs"), "-c", "notes", "--url", url, "--tenant", tenant]
+    bad = run_cli(*base, "--parallel", "0")
     assert bad.returncode == 2 and "--parallel 0" in bad.stderr and "Traceback" not in bad.stderr
-    good = subprocess.run(
-        [*base, "--parallel", "3", "--batch-size", "2", "--chunk-size", "200", "--chunk-overlap", "20", "--json"],
-        capture_output=True, text=True, env=env, timeout=HANG_GUARD, check=False,
-    )  # fmt: skip
+    good = run_cli(*base, "--parallel", "3", "--batch-size", "2", "--chunk-size", "200", "--chunk-overlap", "20", "--json")
     assert good.returncode == 0, good.stderr
     report = json.loads(good.stdout)
     assert report["failed"] == 0 and report["added"] == report["chunks"] > 2
