@@ -182,16 +182,14 @@ def client_class_with_first_call_hook(hook: Callable[[Any], None]) -> type[Any]:
     return HookedClient
 
 
-# The ``chroma`` console script's body (chromadb.cli.cli:app) without its ``import chromadb``.
-_CHROMA_MAIN = """import sys, chromadb_rust_bindings as chroma
-try:
-    chroma.cli(["chroma", *sys.argv[1:]])
-except KeyboardInterrupt:
-    pass"""
+# The ``chroma`` console script's body (chromadb.cli.cli:app) without its ``import chromadb``;
+# argv[1] is "chroma", so the process still reads "... chroma run --path DIR ..." in ps.
+_CHROMA_MAIN = """import sys, contextlib, chromadb_rust_bindings as chroma
+with contextlib.suppress(KeyboardInterrupt): chroma.cli(sys.argv[1:])"""
 
 
 def chroma_server_command() -> list[str]:
-    """The argv prefix that runs Chroma's ``chroma`` command in this environment (add ``run ...``).
+    """The argv that runs Chroma's ``chroma`` command in this environment (add ``run ...``).
 
     Relies on: chromadb's ``chroma`` console script (``chromadb.cli.cli:app``, 1.5.9) handing its
     ``sys.argv`` to ``chromadb_rust_bindings.cli``, which runs the Rust server. Calling it
@@ -203,7 +201,7 @@ def chroma_server_command() -> list[str]:
     import chromadb_rust_bindings
 
     _attr(chromadb_rust_bindings, "cli", "chromadb", "chromadb_rust_bindings")
-    return [sys.executable, "-c", _CHROMA_MAIN]
+    return [sys.executable, "-c", _CHROMA_MAIN, "chroma"]
 
 
 # ---------------------------------------------------------------------------------- httpx

@@ -149,6 +149,8 @@ def test_start_heartbeat_url_and_stop(tmp_path: Path) -> None:
     assert server.start() is server
     pid, port = server.pid, server.port
     assert pid is not None and _alive(pid)
+    # What `ps` and `pgrep -f "chroma run"` see, as with Chroma's own `chroma` script.
+    assert f"\0chroma\0run\0--path\0{data}\0" in Path(f"/proc/{pid}/cmdline").read_text()
     assert port > 0
     assert server.url == f"http://127.0.0.1:{port}"
     assert server.is_running()
