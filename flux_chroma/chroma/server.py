@@ -145,8 +145,8 @@ class ChromaServer:
         """Take ownership of the data directory, launch ``chroma run`` and wait until it answers.
 
         Raises:
-            ServerStartError: Already started, port taken, the
-                child exited, or the heartbeat did not answer within ``startup_timeout``.
+            ServerStartError: Already started, port taken, the child exited, or the
+                heartbeat did not answer within ``startup_timeout``.
             OneOwnerError: Another live server owns the data directory.
         """
         with self._state:
@@ -284,8 +284,8 @@ class ChromaServer:
                     )
             except OSError as exc:
                 raise ServerStartError(
-                    f"Cannot launch Chroma's server ({chroma[0]}) for {self._path} ({exc}); check the chromadb "
-                    "installation and the log_path."
+                    f"Cannot launch Chroma's server ({chroma[0]}) for {self._path} ({exc}); check "
+                    "the chromadb installation and the log_path."
                 ) from exc
             try:
                 write_owner(lock_fd, proc.pid, self.url, self._path)
