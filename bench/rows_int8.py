@@ -43,11 +43,14 @@ def make_int8_model(source: Path, target: Path) -> Path:
 
     target.mkdir(parents=True, exist_ok=True)
     for name in MODEL_FILES:
-        if name != "model.onnx":
-            shutil.copy2(source / name, target / name)
-    quantize_dynamic(
-        str(source / "model.onnx"), str(target / "model.onnx"), weight_type=QuantType.QInt8
-    )
+        shutil.copy2(source / name, target / name)
+    # quantize_dynamic writes a scratch "<input>-inferred.onnx" beside its input and deletes it:
+    # quantize a copy, so nothing is written into the shared (maybe read-only) model folder,
+    # where two runs at once raced on that file (FileNotFoundError).
+    fp32 = target / "model-fp32.onnx"
+    (target / "model.onnx").rename(fp32)
+    quantize_dynamic(str(fp32), str(target / "model.onnx"), weight_type=QuantType.QInt8)
+    fp32.unlink()
     return target
 
 

@@ -217,10 +217,12 @@ def test_chroma_server_sigkilled_and_restarted_mid_job_completes_exactly(
     start = len(embedded_texts(fleet.embed_log))
     parent = fleet.submit("flux-chroma/ingest_job", job)
     _mid_job(fleet, tenant)
+    # Read before the kill: read after the restart, it would also hold batches that the units
+    # embedded after the kill and wrote to the restarted server (seen under load).
+    stored = _stored_texts(chroma, tenant)
     chroma.kill()
     mark = len(embedded_texts(fleet.embed_log))
     chroma.restart()  # same port, same data directory
-    stored = _stored_texts(chroma, tenant)
     execution = fleet.wait_terminal(parent, HANG_GUARD)
     print(f"units (unit, state, worker): {_units(fleet, tenant)}")
     expected = _assert_completed_exactly(execution, chroma, tenant, job)
