@@ -47,7 +47,7 @@ def _session(settings: ConnectionSettings, headers: Any = None, limits: httpx.Li
         connect_timeout=settings.connect_timeout,
         read_timeout=settings.read_timeout,
         headers=headers if headers is not None else settings.header_dict(),
-        verify=settings.ssl_verify if settings.ssl else False,  # plain HTTP: no CA bundle to load (~30 ms)
+        verify=settings.verify_tls,
         limits=limits,
     )
 
@@ -210,9 +210,8 @@ def _chroma_settings(settings: ConnectionSettings) -> Any:
         chroma_server_ssl_enabled=settings.ssl,
         chroma_server_headers=settings.header_dict(),
         anonymized_telemetry=False,
-        # Plain HTTP: chromadb's own session (replaced by a BoundedSession before its first
-        # request) then skips loading the CA bundle, 20-70 ms per client.
-        chroma_server_ssl_verify=settings.ssl_verify if settings.ssl else False,
+        # chromadb's own session is replaced by a BoundedSession before its first request.
+        chroma_server_ssl_verify=settings.verify_tls,
     )
 
 

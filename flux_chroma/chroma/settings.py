@@ -113,6 +113,11 @@ class ConnectionSettings:
         return urlsplit(self.url).scheme == "https"
 
     @property
+    def verify_tls(self) -> bool:
+        """``ssl_verify`` for https; False for plain HTTP (no TLS: no CA bundle to load, ~30 ms)."""
+        return self.ssl and self.ssl_verify
+
+    @property
     def port(self) -> int:
         """TCP port (scheme default when the URL has none)."""
         parts = urlsplit(self.url)
