@@ -18,8 +18,8 @@ from flux_chroma.errors import DuplicateIdError, InvalidDocumentError, InvalidQu
 __all__ = [
     "MAX_DOC_ID",
     "RESERVED_PREFIX",
-    "doc_key_of",
     "Document",
+    "doc_key_of",
     "utf8_problem",
     "validate_documents",
     "validate_k",
@@ -38,6 +38,7 @@ def doc_key_of(doc_id: str) -> str:
     if len(doc_id) <= MAX_DOC_ID:
         return doc_id
     return "h-" + hashlib.sha256(doc_id.encode("utf-8")).hexdigest()[:32]
+
 
 RESERVED_PREFIX = "fc_"
 """Metadata keys with this prefix are flux-chroma's own (content hash, source, ...)."""
