@@ -136,6 +136,25 @@ def test_path_prefix_selects_a_folder_and_its_subfolders(tenant: str, tmp_path: 
     assert "where['path']" in text and "can never match" in text and "path_prefix='docs/api'" in text
 
 
+def test_a_source_id_in_where_narrows_a_path_prefix_to_one_source(tenant: str, tmp_path: Path) -> None:
+    """Paths are relative to each source's folder: ``where`` on ``fc_source`` picks the source."""
+    from flux_chroma.ingest import run_ingest
+
+    sources = []
+    for name in ("alpha", "beta"):
+        folder = tmp_path / name / "html"
+        folder.mkdir(parents=True)
+        (folder / "ranking.md").write_text(f"The {name} manual explains how results are ranked.")
+        sources.append({"kind": "files", "id": name, "path": str(tmp_path / name)})
+    ctx = run_ingest({"tenant": tenant, "collection": "two", "sources": sources})
+    assert ctx.has_succeeded, ctx.output
+    question = "how are results ranked?"
+    both = _ask(tenant, "two", question, k=10, path_prefix="html")
+    assert sorted(h["id"].split("/")[0] for h in both) == ["alpha", "beta"]
+    one = _ask(tenant, "two", question, k=10, path_prefix="html", where={"fc_source": "beta"})
+    assert [(h["id"].split("/")[0], h["metadata"]["path"]) for h in one] == [("beta", "html/ranking.md")]
+
+
 def test_a_folder_that_is_not_there_is_no_hits_when_every_file_is_at_the_root(tenant: str, tmp_path: Path) -> None:
     """Files at the root carry no ``fc_dirs`` (Chroma refuses empty lists): still no error."""
     from flux_chroma.ingest import run_ingest
