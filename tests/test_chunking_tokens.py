@@ -23,7 +23,13 @@ from flux_chroma.ingest import IngestJob, run_ingest
 from flux_chroma.ingest.chunking import ChunkingOptions
 from flux_chroma.ingest.plan import build_plan, chunks_of, iter_chunks
 from flux_chroma.ingest.sources import Unit
-from flux_chroma.ingest.splitter import Chunker, chunker_for, heading_paths
+from flux_chroma.ingest.splitter import (
+    SECTION_RUN,
+    Chunker,
+    chunker_for,
+    heading_paths,
+    section_runs,
+)
 from flux_chroma.ingest.tokens import default_model_tokens
 
 HANG_GUARD = 300  # seconds; only stops a broken test from hanging
@@ -107,6 +113,33 @@ def test_markdown_keeps_structure_and_heading_paths() -> None:
     assert not any(p.heading.endswith("shell comment, not a heading") for p in pieces)
     plain = small.pieces(MARKDOWN, markdown=False)
     assert all(p.heading == "" for p in plain)  # plain text has no headings
+
+
+def test_a_long_markdown_document_is_cut_in_runs_of_whole_sections() -> None:
+    """The Markdown splitter gets at most about SECTION_RUN characters of sections at once."""
+    assert section_runs([], 900_000) == [(0, 900_000)]
+    assert section_runs([0, 5_000], SECTION_RUN) == [(0, SECTION_RUN)]  # a short document: whole
+    assert section_runs([0, 10_000, 20_000, 30_000, 70_000], 80_000) == [
+        (0, 10_000), (10_000, 20_000), (20_000, 30_000), (30_000, 70_000), (70_000, 80_000)
+    ]
+    words = ["connection", "pooling", "reuses", "sockets", "between", "requests", "and", "keeps", "latency", "low"]
+    sections = [
+        f"## Release {n}\n\n" + "\n".join(f"* {' '.join(words[(n + i) % 5 :])} ({n}.{i})" for i in range(30)) + "\n"
+        for n in range(40)
+    ]
+    text = "# Changelog\n\n" + "\n".join(sections)
+    assert len(text) > 4 * SECTION_RUN
+    offsets, _ = heading_paths(text)
+    runs = section_runs(offsets, len(text))
+    assert len(runs) > 4 and all(lo in offsets for lo, _ in runs[1:]) and runs[-1][1] == len(text)
+    chunker = Chunker(ChunkingOptions(), default_model_tokens())
+    pieces = chunker.pieces(text, markdown=True)
+    assert all(text[p.start : p.end] == p.text for p in pieces)
+    assert not any(lo < p.start < hi < p.end for p in pieces for lo, hi in runs)  # none spans two runs
+    assert chunker.over_limit([p.text for p in pieces]) == 0
+    last = next(p for p in pieces if "(39.29)" in p.text)
+    assert last.heading == "Changelog > Release 39"
+    assert chunker.identity["section_run"] == SECTION_RUN  # part of the plan digest
 
 
 def test_chunk_metadata_carries_offsets_heading_and_page() -> None:

@@ -36,6 +36,10 @@ MARKDOWN_FORMATS = frozenset({"md", "markdown", "html", "htm", "xhtml", "pdf", "
 
 MAX_HEADING = 300
 """Longest stored heading path (characters; longer ones keep their last part)."""
+SECTION_RUN = 16_000
+"""Characters of consecutive Markdown sections the splitter is given at once. Its time grows
+faster than the text it is given (a 956 KB changelog of 195 sections: 26 s whole, 3.6 s in runs
+of 16,000 characters, 2,783 chunks against 2,779); a document up to this size is cut whole."""
 CUT_CACHE = 4096
 """Documents whose cuts (offsets and headings, never text) a chunker remembers: a job chunks
 each document when it is planned, written and cleaned up, in one process when inline."""
@@ -69,7 +73,7 @@ def heading_paths(text: str) -> tuple[list[int], list[str]]:
     heading path in effect from each (``"Guide > Install > Offline"``)."""
     from markdown_it import MarkdownIt
 
-    tokens = MarkdownIt("commonmark").parse(text)
+    tokens = MarkdownIt("commonmark").disable(["inline", "text_join"]).parse(text)  # blocks only: 5x faster
     if not any(t.type == "heading_open" for t in tokens):
         return [], []
     line_starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
@@ -86,6 +90,19 @@ def heading_paths(text: str) -> tuple[list[int], list[str]]:
         offsets.append(line_starts[min(token.map[0], len(line_starts) - 1)])
         paths.append(path if len(path) <= MAX_HEADING else "… " + path[-(MAX_HEADING - 2) :])
     return offsets, paths
+
+
+def section_runs(offsets: list[int], length: int) -> list[tuple[int, int]]:
+    """Cut a text at heading ``offsets`` into runs of whole sections of about :data:`SECTION_RUN`
+    characters (a longer section is a run of its own); ``[(0, length)]`` without headings."""
+    runs: list[tuple[int, int]] = []
+    start = end = 0
+    for cut in [*(o for o in offsets if o > 0), length]:
+        if cut - start > SECTION_RUN and end > start:
+            runs.append((start, end))
+            start = end
+        end = cut
+    return [*runs, (start, length)]
 
 
 class Chunker:
@@ -117,6 +134,7 @@ class Chunker:
             identity["splitter"] = "flux-chroma words"
         else:
             identity["splitter"] = splitter_version()
+            identity["section_run"] = SECTION_RUN
             if tokens is None:
                 identity["unit"] = "chars"
                 identity["fallback"] = f"{FALLBACK_CHARS_PER_TOKEN} chars per token (the model declares no tokenizer)"
@@ -155,12 +173,16 @@ class Chunker:
         return [Piece(start, end, text[start:end], heading) for start, end, heading in cuts]
 
     def _cut(self, text: str, markdown: bool) -> list[tuple[int, int, str]]:
+        offsets, paths = heading_paths(text) if markdown else ([], [])
         if self.options.unit == "chars":
             spans = split_spans(text, self.size, self.overlap)
         else:
-            md, plain = self._splitters
-            spans = [(s, s + len(chunk)) for s, chunk in (md if markdown else plain).chunk_indices(text)]
-        offsets, paths = heading_paths(text) if markdown else ([], [])
+            splitter = self._splitters[0 if markdown else 1]
+            spans = [
+                (lo + s, lo + s + len(chunk))
+                for lo, hi in section_runs(offsets, len(text))
+                for s, chunk in splitter.chunk_indices(text[lo:hi])
+            ]
         out = []
         for start, end in spans:
             at = bisect.bisect_right(offsets, start) - 1
