@@ -121,6 +121,18 @@ def test_a_rerun_of_a_failed_execution_names_both_executions(capsys: pytest.Capt
     assert capsys.readouterr().err.splitlines() == ["resuming execution fc-x-r1 as fc-x-r2, 1 batch already committed"]
 
 
+def test_the_line_reporter_says_how_far_reading_got(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from flux_chroma.cli import ingest as cli_ingest
+
+    monkeypatch.setattr(cli_ingest, "READ_LINE_EVERY", 0.0)
+    reporter = cli_ingest.ProgressReporter(live=False)
+    reporter.update({"phase": "reading", "tenant": "acme", "collection": "docs", "read": 1200, "of": 2431, "chunks": 9000})
+    reporter.update({"phase": "reading", "tenant": "acme", "collection": "docs", "read": 7, "of": None, "chunks": 1})
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("reading acme/docs: 1200 of 2431 files and records, 9000 chunks so far (")
+    assert lines[1].startswith("reading acme/docs: 7 files and records, 1 chunk so far (")
+
+
 def test_the_fast_exit_keeps_the_status_the_output_and_the_commands_exit_handlers(tmp_path: Path) -> None:
     """``main()`` skips the interpreter's teardown, never what the command itself set up."""
     marker = tmp_path / "handler-ran"

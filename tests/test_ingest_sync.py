@@ -163,3 +163,18 @@ def test_duplicate_ids_error_before_any_write_and_last_wins(tmp_path: Path, tena
     ]
     docs = {rid.split("#")[0]: doc for rid, (doc, _m) in stored(raw_client, tenant, "dupes").items()}
     assert docs == {"r1": "first source one", "r2": "second source two", "r3": "second source three"}
+
+
+def test_a_job_reads_its_sources_once_before_its_batches(tmp_path: Path, tenant: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``run_ingest`` plans to compute the corpus digest; the job's plan task takes that plan."""
+    from flux_chroma.ingest import batch
+
+    def again(*_args: Any, **_kwargs: Any) -> None:
+        raise AssertionError("the plan task read the sources a second time")
+
+    monkeypatch.setattr(batch, "build_plan", again)
+    docs = tmp_path / "docs"
+    write_docs(docs, ["aa", "bb"])
+    run = run_ingest(files_job(tenant, docs))
+    assert run.has_succeeded, run.output
+    assert run.output["added"] == run.output["chunks"] > 0

@@ -21,7 +21,8 @@ from flux_chroma.ingest import (
     register_loader,
     split_text,
 )
-from flux_chroma.ingest.plan import iter_chunks
+from flux_chroma.ingest import plan as plan_module
+from flux_chroma.ingest.plan import iter_chunks, submitted_plans, take_plan
 
 TEXT = " ".join(f"w{i}" + "x" * (i % 7) for i in range(400))
 
@@ -162,3 +163,27 @@ def test_custom_loader_and_bad_records(tmp_path: Path) -> None:
     job = IngestJob.from_dict({"tenant": "acme", "collection": "c01", "sources": [{"kind": "jsonl", "path": str(bad)}]})
     with pytest.raises(InvalidDocumentError, match=r"bad\.jsonl byte 29 \(id 'x'\) has no string 'text'"):
         build_plan(job)
+
+
+def test_reading_progress_counts_every_file_and_a_submitted_plan_is_taken_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = _job(_docs(tmp_path / "docs"))
+    (tmp_path / "docs" / "bad.md").write_bytes(b"\xff\xfe not utf-8 \x00")  # read, then skipped
+    monkeypatch.setattr(plan_module, "READING_PROGRESS_EVERY", 0.0)
+    seen: list[dict[str, Any]] = []
+    with submitted_plans([job], seen.append) as (digest,):
+        assert take_plan(job, None, "another digest") is None  # taken, but not for that corpus
+    with submitted_plans([job], seen.append) as (again,):
+        plan = take_plan(job, None, digest)
+        assert plan is not None and plan == build_plan(job) and again == digest
+        assert take_plan(job, None, digest) is None  # once
+    with submitted_plans([job]):
+        pass
+    assert take_plan(job, None, digest) is None  # what the block did not take is dropped
+    first = seen[: len(seen) // 2]
+    reads = [v["read"] for v in first]
+    assert reads == sorted(reads) and reads[0] == 1 and reads[-1] == 3 and {v["of"] for v in first} == {3}
+    assert first[-1]["chunks"] == plan["chunks"] > first[0]["chunks"] and first[-1]["phase"] == "reading"
+    assert (first[0]["tenant"], first[0]["collection"]) == ("acme", "docs")
+

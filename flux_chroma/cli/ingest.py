@@ -173,6 +173,10 @@ def build_job(
     return job
 
 
+READ_LINE_EVERY = 10.0
+"""Seconds between two "reading" lines when stderr is not a terminal."""
+
+
 class _RateColumn(ProgressColumn):
     """Chunks written per second (rich's running estimate)."""
 
@@ -197,6 +201,9 @@ class ProgressReporter:
         self.committed_before = 0  # batches already in the log when this process started
         self._progress: Progress | None = None
         self._task: Any = None
+        self._reading: Any = None  # the live bar's "reading sources" task
+        self._read_said = self.started  # when line mode last said how far reading got
+        self._writing_since: float | None = None  # the plan's end: chunks/s counts from there
         self._chunks_before = 0
 
     def __enter__(self) -> Self:
@@ -205,7 +212,7 @@ class ProgressReporter:
                 TextColumn("[bold]{task.description}"),
                 BarColumn(bar_width=16),
                 MofNCompleteColumn(),
-                TextColumn("chunks, batch {task.fields[batches]}"),
+                TextColumn("{task.fields[what]}"),
                 _RateColumn(),
                 TimeRemainingColumn(),
                 console=stderr,
@@ -238,6 +245,21 @@ class ProgressReporter:
         if not self.quiet:
             stderr.print(text, highlight=False, markup=False)
 
+    def _read(self, value: dict[str, Any]) -> None:
+        """Reading the sources before the first batch: a bar, or a line every READ_LINE_EVERY s."""
+        read, total, chunks = int(value.get("read") or 0), value.get("of"), int(value.get("chunks") or 0)
+        if self._progress is not None:
+            if self._reading is None:
+                self._reading = self._progress.add_task("reading sources", total=total, what="files and records")
+            self._progress.update(self._reading, completed=read, total=total)
+        elif time.monotonic() - self._read_said >= READ_LINE_EVERY:
+            self._read_said = time.monotonic()
+            of = f" of {total}" if total is not None else ""
+            self._line(
+                f"reading {value.get('tenant')}/{value.get('collection')}: {read}{of} files and records, "
+                f"{plural(chunks, 'chunk')} so far ({time.monotonic() - self.started:.0f} s)"
+            )
+
     def update(self, value: dict[str, Any]) -> None:
         """Consume one progress value; the ``on_progress`` callback of ``run_ingest``."""
         phase = value.get("phase")
@@ -253,7 +275,13 @@ class ProgressReporter:
                     f"resuming execution {previous}{again}, "
                     f"{plural(self.committed_before, 'batch')} already committed"
                 )
+        elif phase == "reading":
+            self._read(value)
         elif phase == "planned":
+            self._writing_since = time.monotonic()
+            if self._progress is not None and self._reading is not None:
+                self._progress.remove_task(self._reading)
+                self._reading = None
             self.batches_total = int(value.get("batches") or 0)
             chunks = int(value.get("chunks") or 0)
             label = f"{value.get('tenant')}/{value.get('collection')}"
@@ -263,7 +291,7 @@ class ProgressReporter:
                     short,
                     total=chunks,
                     completed=self._chunks_before,
-                    batches=f"{self.committed_before}/{self.batches_total}",
+                    what=f"chunks, batch {self.committed_before}/{self.batches_total}",
                 )
             else:
                 self._line(
@@ -278,10 +306,10 @@ class ProgressReporter:
                 self._progress.update(
                     self._task,
                     advance=chunks,
-                    batches=f"{self.committed_before + self.batches_done}/{self.batches_total}",
+                    what=f"chunks, batch {self.committed_before + self.batches_done}/{self.batches_total}",
                 )
             else:
-                rate = self.chunks_done / max(time.monotonic() - self.started, 1e-9)
+                rate = self.chunks_done / max(time.monotonic() - (self._writing_since or self.started), 1e-9)
                 self._line(
                     f"batch {int(value.get('batch') or 0) + 1}/{value.get('of') or self.batches_total} done: "
                     f"{plural(chunks, 'chunk')} (added {value.get('added', 0)}, skipped {value.get('skipped', 0)}), "

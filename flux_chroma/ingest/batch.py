@@ -30,7 +30,7 @@ from flux_chroma.errors import (
     classify_chroma_error,
 )
 from flux_chroma.ingest.cleanup import claim_sources, cleanup_stale, source_metadata
-from flux_chroma.ingest.plan import build_plan, read_batch
+from flux_chroma.ingest.plan import build_plan, read_batch, take_plan
 from flux_chroma.ingest.spec import IngestJob
 from flux_chroma.tasks.context import chroma_options, chroma_target
 from flux_chroma.tasks.decorator import chroma_task
@@ -66,7 +66,7 @@ def _plan_sync(target: Target, job: IngestJob, expected: str | None, options: Ch
     resolved = resolve_alias(target)
     max_batch = int(server_info(target.settings)["max_batch_size"]) or None
     moved = claim_sources(resolved, job, ef=options.embedding_function, adopt=options.adopt)  # before any write
-    plan = build_plan(job, max_batch)
+    plan = take_plan(job, max_batch, expected) or build_plan(job, max_batch)
     for stats in plan["sources"]:
         if stats["id"] in moved:
             stats["relocated"] = moved[stats["id"]]

@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import threading
+import time
 from array import array
-from collections.abc import Iterable, Iterator, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,9 +33,11 @@ from flux_chroma.ingest.spec import IngestJob, digest_of
 from flux_chroma.ingest.splitter import Chunker, chunker_for, is_markdown
 from flux_chroma.tasks.validation import Document, doc_key_of
 
-__all__ = ["Chunk", "chunks_of", "CITATION_KEYS", "build_plan", "read_batch", "iter_chunks", "live_chunks", "LiveSet", "key64", "MAX_REPORTED_DUPLICATES", "MAX_REPORTED_SKIPS"]
+__all__ = ["Chunk", "chunks_of", "CITATION_KEYS", "build_plan", "submitted_plans", "take_plan", "read_batch", "iter_chunks", "live_chunks", "LiveSet", "key64", "MAX_REPORTED_DUPLICATES", "MAX_REPORTED_SKIPS"]
 
 MAX_REPORTED_DUPLICATES = 50
+READING_PROGRESS_EVERY = 0.5
+"""Seconds between two ``reading`` progress values of :func:`build_plan`."""
 MAX_REPORTED_SKIPS = 100
 """Skipped files named in a plan (and the report); ``skipped_file_count`` counts them all."""
 CITATION_KEYS = ("fc_start", "fc_end", "fc_heading", "fc_page")
@@ -160,7 +166,12 @@ def _kept_units(
             yield s_idx, unit, (s_idx, unit.cursor) not in excluded
 
 
-def build_plan(job: IngestJob | Mapping[str, Any], max_batch: int | None = None) -> dict[str, Any]:
+def build_plan(
+    job: IngestJob | Mapping[str, Any],
+    max_batch: int | None = None,
+    *,
+    on_progress: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
     """Read the sources (streaming, twice) and cut the job into batch references.
 
     The first pass applies the duplicate policy, the second cuts batches. Memory follows the
@@ -168,6 +179,10 @@ def build_plan(job: IngestJob | Mapping[str, Any], max_batch: int | None = None)
 
     Args:
         max_batch: The server's maximum batch size (caps ``job.batch_size``).
+        on_progress: Called every :data:`READING_PROGRESS_EVERY` seconds while the second pass
+            reads, and once at its end, with ``{"phase": "reading", "tenant", "collection", "read": documents and
+            files read so far, "of": how many there are (``None`` unless every source is a
+            folder), "chunks": chunks cut so far}``.
 
     Returns:
         ``{"digest", "chunks", "truncated", "chunker", "docs", "batch_size", "sources",
@@ -194,12 +209,24 @@ def build_plan(job: IngestJob | Mapping[str, Any], max_batch: int | None = None)
     batch_hash = _Combined()
     chunker = chunker_for(job.chunking, job.embedding_function)
     truncated: int | None = 0 if chunker.tokens is not None else None
+    files: int | None = 0  # documents to read, when every source is a folder
     for s_idx, src in enumerate(job.sources):
         if src["kind"] == "files":
             census = file_census(src)
             stats[s_idx].update(skipped_files=0, unmatched=census.unmatched, excluded=census.excluded)
+            files = None if files is None else files + len(census.matched)
+        else:
+            files = None
     skips: list[tuple[int, SkippedUnit]] = []
     named: list[dict[str, Any]] = []
+    read = cut = 0
+
+    def tell() -> float:
+        if on_progress is not None:
+            on_progress({"phase": "reading", "tenant": job.tenant, "collection": job.collection, "read": read, "of": files, "chunks": cut})
+        return time.monotonic()
+
+    told = time.monotonic()
 
     def close() -> None:
         if current is not None:
@@ -207,6 +234,8 @@ def build_plan(job: IngestJob | Mapping[str, Any], max_batch: int | None = None)
 
     def account() -> None:
         """Skipped files before the next unit: counted, named, and excluded from the open batch."""
+        nonlocal read
+        read += len(skips)
         for s_idx, skipped in skips:
             stats[s_idx]["skipped_files"] += 1
             if len(named) < MAX_REPORTED_SKIPS:
@@ -217,6 +246,9 @@ def build_plan(job: IngestJob | Mapping[str, Any], max_batch: int | None = None)
 
     for s_idx, unit, kept in _kept_units(job, excluded, skips):
         account()
+        read += 1
+        if on_progress is not None and time.monotonic() - told >= READING_PROGRESS_EVERY:
+            told = tell()
         if current is not None and current["source"] != s_idx:  # batches never span sources
             close()
             current = None
@@ -229,6 +261,7 @@ def build_plan(job: IngestJob | Mapping[str, Any], max_batch: int | None = None)
         over = chunker.over_limit([c.text for c in chunks])
         if truncated is not None and over is not None:
             truncated += over
+        cut += len(chunks)
         for chunk in chunks:
             if current is None or current["count"] >= size:
                 close()
@@ -241,6 +274,7 @@ def build_plan(job: IngestJob | Mapping[str, Any], max_batch: int | None = None)
             stats[s_idx]["chunks"] += 1
     account()
     close()
+    tell()
     for ref in batches:
         ref["of"] = len(batches)
     return {
@@ -259,6 +293,46 @@ def build_plan(job: IngestJob | Mapping[str, Any], max_batch: int | None = None)
         "unmatched_files": sum(int(s.get("unmatched", 0)) for s in stats),
         "excluded_files": sum(int(s.get("excluded", 0)) for s in stats),
     }
+
+
+_SUBMITTED: OrderedDict[tuple[str, int], dict[str, Any]] = OrderedDict()
+_SUBMITTED_LOCK = threading.Lock()
+
+
+@contextmanager
+def submitted_plans(
+    jobs: list[IngestJob], on_progress: Callable[[dict[str, Any]], None] | None = None
+) -> Iterator[list[str]]:
+    """Plan jobs that are about to run in this process; yield their corpus digests.
+
+    Inside the block each job's plan task takes its plan (:func:`take_plan`) instead of
+    reading the sources a second time. What the block leaves untaken is dropped on exit.
+    """
+    keys: list[tuple[str, int]] = []
+    try:
+        digests = []
+        for job in jobs:
+            plan = build_plan(job, on_progress=on_progress)
+            keys.append((digest_of(job.to_dict()), int(plan["batch_size"])))
+            with _SUBMITTED_LOCK:
+                _SUBMITTED[keys[-1]] = plan
+            digests.append(str(plan["digest"]))
+        yield digests
+    finally:
+        with _SUBMITTED_LOCK:
+            for key in keys:
+                _SUBMITTED.pop(key, None)
+
+
+def take_plan(job: IngestJob, max_batch: int | None, expected_digest: str | None) -> dict[str, Any] | None:
+    """The plan :func:`submitted_plans` built for ``job``, when its digest is ``expected_digest``.
+
+    Returns ``None`` (build the plan) for another batch size, another digest or none kept.
+    """
+    size = min(job.batch_size, max_batch) if max_batch else job.batch_size
+    with _SUBMITTED_LOCK:
+        plan = _SUBMITTED.pop((digest_of(job.to_dict()), size), None)
+    return plan if plan is not None and plan["digest"] == expected_digest else None
 
 
 def read_batch(job: IngestJob | Mapping[str, Any], ref: dict[str, Any]) -> list[Chunk]:

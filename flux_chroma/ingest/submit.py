@@ -14,7 +14,7 @@ from typing import Any
 from flux import ExecutionContext
 
 from flux_chroma.ingest.jobs import Progress, execution_base, execution_id, run_durable
-from flux_chroma.ingest.plan import build_plan
+from flux_chroma.ingest.plan import build_plan, submitted_plans
 from flux_chroma.ingest.spec import IngestJob, digest_of
 from flux_chroma.ingest.workflow import ingest_job, ingest_tenants
 
@@ -41,8 +41,9 @@ def run_ingest(job: IngestJob | Mapping[str, Any], *, on_progress: Progress | No
 
     Args:
         job: The job spec. Its ``key`` (default: a digest of the spec) decides the execution ids.
-        on_progress: Called with every progress value (``{"phase": "planned"|"batch"|
-            "cleanup", ...}``), in the workflow's thread.
+        on_progress: Called with every progress value: ``{"phase": "reading", ...}`` in the
+            calling thread while the sources are read (see :func:`build_plan`), then
+            ``{"phase": "execution"|"planned"|"batch"|"cleanup", ...}`` in the workflow's thread.
 
     Returns:
         The execution context: ``has_succeeded``, ``output`` (the report, or the error).
@@ -54,9 +55,9 @@ def run_ingest(job: IngestJob | Mapping[str, Any], *, on_progress: Progress | No
         SourceChangedError: A source is missing (before any run).
     """
     spec = IngestJob.from_dict(job)
-    digest = corpus_digest(spec)
     base = execution_base("ingest", spec.tenant, spec.collection, spec.job_key)
-    return run_durable(ingest_job, {"job": spec.to_dict(), "digest": digest}, base=base, on_progress=on_progress)
+    with submitted_plans([spec], on_progress) as (digest,):
+        return run_durable(ingest_job, {"job": spec.to_dict(), "digest": digest}, base=base, on_progress=on_progress)
 
 
 def run_ingest_tenants(
@@ -76,9 +77,9 @@ def run_ingest_tenants(
     """
     specs = [IngestJob.from_dict(j) for j in jobs]
     dicts = [s.to_dict() for s in specs]
-    digests = [corpus_digest(s) for s in specs]
     family = key or digest_of([dicts, max_concurrent], 20)
     tenants = "-".join(sorted({s.tenant for s in specs}))[:60].strip("-")
     base = execution_base("fanout", tenants, "*", family)
-    payload = {"jobs": dicts, "digests": digests, "max_concurrent": max_concurrent}
-    return run_durable(ingest_tenants, payload, base=base, on_progress=on_progress)
+    with submitted_plans(specs, on_progress) as digests:
+        payload = {"jobs": dicts, "digests": digests, "max_concurrent": max_concurrent}
+        return run_durable(ingest_tenants, payload, base=base, on_progress=on_progress)
