@@ -13,7 +13,6 @@ import hashlib
 import threading
 import time
 from array import array
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -36,10 +35,10 @@ from flux_chroma.tasks.validation import Document, doc_key_of
 __all__ = ["Chunk", "chunks_of", "CITATION_KEYS", "build_plan", "submitted_plans", "take_plan", "read_batch", "iter_chunks", "live_chunks", "LiveSet", "key64", "MAX_REPORTED_DUPLICATES", "MAX_REPORTED_SKIPS"]
 
 MAX_REPORTED_DUPLICATES = 50
-READING_PROGRESS_EVERY = 0.5
-"""Seconds between two ``reading`` progress values of :func:`build_plan`."""
 MAX_REPORTED_SKIPS = 100
 """Skipped files named in a plan (and the report); ``skipped_file_count`` counts them all."""
+READING_PROGRESS_EVERY = 0.5
+"""Seconds between two ``reading`` progress values of :func:`build_plan`."""
 CITATION_KEYS = ("fc_start", "fc_end", "fc_heading", "fc_page")
 """Per-chunk citation metadata: character offsets in the (converted) document, the Markdown
 heading path where the chunk starts, and the 1-based page for documents with pages."""
@@ -179,10 +178,10 @@ def build_plan(
 
     Args:
         max_batch: The server's maximum batch size (caps ``job.batch_size``).
-        on_progress: Called every :data:`READING_PROGRESS_EVERY` seconds while the second pass
-            reads, and once at its end, with ``{"phase": "reading", "tenant", "collection", "read": documents and
-            files read so far, "of": how many there are (``None`` unless every source is a
-            folder), "chunks": chunks cut so far}``.
+        on_progress: Called every :data:`READING_PROGRESS_EVERY` seconds while the second
+            pass reads, and once at its end, with ``{"phase": "reading", "tenant",
+            "collection", "read": files and records read so far, "of": how many there are
+            (``None`` unless every source is a folder), "chunks": chunks cut so far}``.
 
     Returns:
         ``{"digest", "chunks", "truncated", "chunker", "docs", "batch_size", "sources",
@@ -295,7 +294,7 @@ def build_plan(
     }
 
 
-_SUBMITTED: OrderedDict[tuple[str, int], dict[str, Any]] = OrderedDict()
+_SUBMITTED: dict[tuple[str, int], dict[str, Any]] = {}  # (spec digest, batch size) -> plan
 _SUBMITTED_LOCK = threading.Lock()
 
 
