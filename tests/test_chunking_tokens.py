@@ -115,6 +115,17 @@ def test_markdown_keeps_structure_and_heading_paths() -> None:
     assert all(p.heading == "" for p in plain)  # plain text has no headings
 
 
+def test_token_counts_of_many_texts_are_those_of_each_text() -> None:
+    """``counts`` encodes in slices (bounded memory); the counts are the same."""
+    from flux_chroma.ingest.tokens import COUNT_SLICE
+
+    tokens = default_model_tokens()
+    texts = [("word " * (i % 300)).strip() or "x" for i in range(2 * COUNT_SLICE + 7)]
+    one_by_one = [len(tokens.tokenizer.encode(t, add_special_tokens=True).ids) for t in texts]
+    assert tokens.counts(texts) == one_by_one and max(one_by_one) > tokens.max_tokens
+    assert tokens.counts([]) == []
+
+
 def test_a_long_markdown_document_is_cut_in_runs_of_whole_sections() -> None:
     """The Markdown splitter gets at most about SECTION_RUN characters of sections at once."""
     assert section_runs([], 900_000) == [(0, 900_000)]
