@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -196,8 +197,6 @@ def chroma_server_command() -> list[str]:
     directly skips the script's ``import chromadb``, which the server never uses: about 1.3 s of
     CPU and of start-up time per server.
     """
-    import sys
-
     import chromadb_rust_bindings
 
     _attr(chromadb_rust_bindings, "cli", "chromadb", "chromadb_rust_bindings")

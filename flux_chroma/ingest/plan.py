@@ -199,7 +199,7 @@ def build_plan(
         SourceChangedError: A source is missing.
     """
     job = IngestJob.from_dict(job)
-    size = min(job.batch_size, max_batch) if max_batch else job.batch_size
+    size = _batch_size(job, max_batch)
     excluded, duplicates = _duplicates(job)
     batches: list[dict[str, Any]] = []
     stats = [{"id": src["id"], "kind": src["kind"], "location": source_location(src), "docs": 0, "chunks": 0} for src in job.sources]
@@ -294,6 +294,15 @@ def build_plan(
     }
 
 
+def _batch_size(job: IngestJob, max_batch: int | None) -> int:
+    """Chunks per batch: the job's ``batch_size``, capped by the server's maximum."""
+    return min(job.batch_size, max_batch) if max_batch else job.batch_size
+
+
+def _plan_key(job: IngestJob, max_batch: int | None) -> tuple[str, int]:
+    return digest_of(job.to_dict()), _batch_size(job, max_batch)
+
+
 _SUBMITTED: dict[tuple[str, int], dict[str, Any]] = {}  # (spec digest, batch size) -> plan
 _SUBMITTED_LOCK = threading.Lock()
 
@@ -312,7 +321,7 @@ def submitted_plans(
         digests = []
         for job in jobs:
             plan = build_plan(job, on_progress=on_progress)
-            keys.append((digest_of(job.to_dict()), int(plan["batch_size"])))
+            keys.append(_plan_key(job, None))
             with _SUBMITTED_LOCK:
                 _SUBMITTED[keys[-1]] = plan
             digests.append(str(plan["digest"]))
@@ -328,9 +337,8 @@ def take_plan(job: IngestJob, max_batch: int | None, expected_digest: str | None
 
     Returns ``None`` (build the plan) for another batch size, another digest or none kept.
     """
-    size = min(job.batch_size, max_batch) if max_batch else job.batch_size
     with _SUBMITTED_LOCK:
-        plan = _SUBMITTED.pop((digest_of(job.to_dict()), size), None)
+        plan = _SUBMITTED.pop(_plan_key(job, max_batch), None)
     return plan if plan is not None and plan["digest"] == expected_digest else None
 
 
