@@ -35,6 +35,9 @@ LIVENESS = {
 }
 """Short worker liveness: a dead worker's executions are reclaimed after ~12 s, not ~60 s."""
 
+_ENDED = ("COMPLETED", "FAILED", "CANCELLED")
+_STATE_LAG_GUARD = 60.0  # seconds a sync answer's state may take to catch up with its events
+
 
 class LocalFleet:
     """A Flux server (and its database) plus workers under ``workdir``; :meth:`stop` ends them all.
@@ -230,6 +233,10 @@ class LocalFleet:
             RuntimeError: The execution did not complete (the message carries it).
         """
         execution = self._run(ref, payload, "sync")
+        if execution.get("state") not in _ENDED and "execution_id" in execution:
+            # Flux answers a sync run once the completion event is stored, and has been seen
+            # (on a loaded host) to do so while the execution's state still read RUNNING.
+            execution = self.wait_terminal(str(execution["execution_id"]), _STATE_LAG_GUARD)
         if execution.get("state") == "FAILED" or "output" not in execution:
             raise RuntimeError(f"{ref} ended {execution.get('state')}: {json.dumps(execution)[:2000]}")
         return execution
@@ -257,7 +264,7 @@ class LocalFleet:
         deadline = time.monotonic() + guard
         while time.monotonic() < deadline:
             execution = self.execution(execution_id)
-            if execution.get("state") in ("COMPLETED", "FAILED", "CANCELLED"):
+            if execution.get("state") in _ENDED:
                 return execution
             time.sleep(0.5)
         raise TimeoutError(
