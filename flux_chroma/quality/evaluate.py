@@ -21,7 +21,7 @@ from flux_chroma.tasks.builtin import query
 from flux_chroma.tasks.documents import document_key, list_documents
 from flux_chroma.tasks.hybrid import MODES
 
-__all__ = ["DEFAULT_KS", "all_modes", "check_run", "evaluate", "evaluate_collection", "evaluation_steps", "query_modes"]
+__all__ = ["DEFAULT_KS", "check_run", "evaluate", "evaluate_collection", "evaluation_steps", "query_modes"]
 
 DEFAULT_KS = (1, 5, 10)
 _BATCH = 50
@@ -32,20 +32,6 @@ def query_modes() -> tuple[str, ...]:
     return MODES
 
 
-def _mode_kwargs(mode: str) -> dict[str, Any]:
-    if mode == "default":
-        return {}  # whatever query does without mode=
-    accepted = query_modes()
-    if mode not in accepted:
-        raise ConfigurationError(f"mode {mode!r} is not a query mode; use one of {list(accepted)} (or 'default').")
-    return {"mode": mode}
-
-
-def all_modes() -> list[str]:
-    """Every mode ``query`` accepts."""
-    return list(query_modes())
-
-
 def check_run(modes: Any, ks: Any) -> tuple[list[str], list[int]]:
     """Validate modes (``None``: all) and recall cut-offs; return them de-duplicated, ks sorted.
 
@@ -53,15 +39,16 @@ def check_run(modes: Any, ks: Any) -> tuple[list[str], list[int]]:
         ConfigurationError: An empty or malformed list, or a mode ``query`` does not accept.
     """
     if modes is None:
-        modes = all_modes()
+        modes = list(MODES)
     if isinstance(modes, str) or not isinstance(modes, Sequence) or not modes or not all(isinstance(m, str) and m for m in modes):
         raise ConfigurationError(f"modes must be a non-empty list of mode names such as ['dense'], got {modes!r}.")
     if isinstance(ks, int) or not isinstance(ks, Sequence) or not ks or not all(
         isinstance(k, int) and not isinstance(k, bool) and 1 <= k <= 1000 for k in ks
     ):
         raise ConfigurationError(f"k must be a list of cut-offs between 1 and 1000 such as [1, 5, 10], got {ks!r}.")
-    for mode in modes:
-        _mode_kwargs(mode)
+    unknown = [m for m in modes if m != "default" and m not in MODES]
+    if unknown:  # "default": whatever query does without mode=
+        raise ConfigurationError(f"mode {unknown[0]!r} is not a query mode; use one of {list(MODES)} (or 'default').")
     return list(dict.fromkeys(modes)), sorted(set(ks))
 
 
@@ -93,7 +80,7 @@ async def evaluation_steps(
         scores: list[dict[str, Any]] = []
         for start in range(0, len(texts), _BATCH):
             batch = texts[start : start + _BATCH]
-            hits = await ask(collection, batch, k=depth, **_mode_kwargs(mode))
+            hits = await ask(collection, batch, k=depth, **({} if mode == "default" else {"mode": mode}))
             for offset, row in enumerate(hits):
                 label = labels[start + offset]
                 score = score_question([h["id"] for h in row], label["relevant_documents"], ks)
@@ -115,7 +102,7 @@ async def evaluate_collection(ctx: ExecutionContext[dict[str, Any]]) -> dict[str
     return await evaluation_steps(
         data["collection"],
         check_labels(data["labels"]),
-        modes=data.get("modes") or all_modes(),
+        modes=data.get("modes") or list(MODES),
         ks=data.get("k") or list(DEFAULT_KS),
         options=data.get("options") or {},
     )

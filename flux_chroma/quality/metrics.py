@@ -14,14 +14,9 @@ from typing import Any
 from flux_chroma.tasks.documents import document_key
 from flux_chroma.tasks.validation import doc_key_of
 
-__all__ = ["NDCG_DEPTH", "answers_to", "score_question", "summarize"]
+__all__ = ["NDCG_DEPTH", "score_question", "summarize"]
 
 NDCG_DEPTH = 10
-
-
-def answers_to(hit_id: str) -> set[str]:
-    """The identifiers a hit with id ``hit_id`` counts as: itself and its document."""
-    return {hit_id, document_key(hit_id)}
 
 
 def score_question(hit_ids: Sequence[str], relevant: Iterable[str], ks: Sequence[int]) -> dict[str, Any]:
@@ -40,7 +35,7 @@ def score_question(hit_ids: Sequence[str], relevant: Iterable[str], ks: Sequence
     found_at: dict[str, int] = {}
     gains: list[int] = []
     for rank, hit in enumerate(hit_ids, 1):
-        new = (answers_to(hit) & wanted) - set(found_at)
+        new = ({hit, document_key(hit)} & wanted) - set(found_at)  # a hit answers for its document too
         for item in new:
             found_at[item] = rank
         gains.append(1 if new else 0)
