@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from flux_chroma.chroma.process import is_loopback
 from flux_chroma.errors import ConfigurationError, OneOwnerError
 
 __all__ = ["DEFAULT_URL", "ConnectionSettings"]
@@ -122,11 +121,6 @@ class ConnectionSettings:
         """TCP port (scheme default when the URL has none)."""
         parts = urlsplit(self.url)
         return parts.port or (443 if parts.scheme == "https" else 80)
-
-    @property
-    def is_loopback(self) -> bool:
-        """True when the server address is on this machine."""
-        return is_loopback(self.host)
 
     def header_dict(self) -> dict[str, str]:
         """A fresh header dict (chromadb mutates the dict it is given)."""

@@ -42,7 +42,6 @@ class WriteOptions:
         cache: An :class:`~flux_chroma.embedding.EmbeddingCache` or ``None``.
         space: Distance space for new collections.
         adopt: Adopt an unpinned collection.
-        skip_unchanged: Skip records whose stored content hash matches.
         extra_metadata: Metadata added to every record (``fc_*`` keys allowed; not hashed).
         record_metadata: Metadata added to single records, by id (as ``extra_metadata``).
     """
@@ -51,7 +50,6 @@ class WriteOptions:
     cache: Any = None
     space: str | None = None
     adopt: bool = False
-    skip_unchanged: bool = True
     extra_metadata: dict[str, Any] = field(default_factory=dict)
     record_metadata: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
@@ -98,7 +96,7 @@ def _write_batch(
     for doc in docs:
         digest = content_hash(doc)
         old = existing.get(doc.id)
-        if opts.skip_unchanged and old is not None and old.get(HASH_KEY) == digest:
+        if old is not None and old.get(HASH_KEY) == digest:
             tally.skipped += 1
             continue
         own = opts.record_metadata.get(doc.id, {})
