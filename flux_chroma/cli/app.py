@@ -167,7 +167,12 @@ def ingest(
     """Ingest files into the tenant's collection with a live progress bar (resumable)."""
     with cli_errors(debug=debug, json_out=json_out):
         from flux_chroma.chroma.connection import server_info
-        from flux_chroma.cli.ingest import ProgressReporter, build_job, report_run, stop_on_signals
+        from flux_chroma.cli.ingest import (
+            ProgressReporter,
+            report_run,
+            sources_for,
+            stop_on_signals,
+        )
         from flux_chroma.flux_state import flux_home as use_flux_home
         from flux_chroma.ingest import run_ingest
         from flux_chroma.ingest.spec import MAX_PARALLEL
@@ -181,26 +186,17 @@ def ingest(
         settings = check_settings(url)
         check_tenant(tenant, tenancy)
         server_info(settings)  # fail fast (exit 3) instead of retrying a stopped server
-        job = build_job(
-            paths,
-            tenant=str(tenant),
-            collection=collection,
-            url=settings.url,
-            tenancy=tenancy,
-            globs=glob,
-            excludes=exclude,
-            chunk_size=chunk_size,
-            chunk_overlap=chunk_overlap,
-            chunk_unit=chunk_unit,
-            batch_size=batch_size,
-            cleanup=cleanup,
-            duplicates=duplicates,
-            cache=cache,
-            key=key,
-            parallel=parallel,
-            source_ids=source_id,
-            relocate=relocate,
-        )
+        job = {  # None/defaults mean the ingestion defaults; url only, never a token
+            "tenant": str(tenant), "collection": collection,
+            "sources": sources_for(paths, glob, source_ids=source_id, relocate=relocate, excludes=exclude),
+            "chunking": {"size": chunk_size, "overlap": chunk_overlap,
+                         "unit": "tokens" if chunk_unit is None else chunk_unit},
+            "cleanup": None if cleanup == "none" else cleanup, "duplicates": duplicates,
+            "options": {"url": settings.url, "tenancy": tenancy, "cache": cache},
+            "key": key or None, "parallel": parallel,
+        }
+        if batch_size is not None:
+            job["batch_size"] = batch_size
         with use_flux_home(flux_home), ProgressReporter(quiet=json_out) as reporter, stop_on_signals(reporter):
             run = run_ingest(job, on_progress=reporter.update)
         code = report_run(run, json_out)

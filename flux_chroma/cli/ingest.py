@@ -36,7 +36,7 @@ from flux_chroma.cli.support import (
 )
 
 __all__ = [
-    "sources_for", "build_job", "ProgressReporter", "summary_line", "skipped_lines",
+    "sources_for", "ProgressReporter", "summary_line", "skipped_lines",
     "stop_on_signals", "report_run",
 ]
 
@@ -122,55 +122,6 @@ def _require_matches(folder: Path, globs: Sequence[str] | None, excludes: Sequen
         "(repeatable; '**/*' takes every file).",
         ExitCode.USAGE,
     )
-
-
-def build_job(
-    paths: Sequence[Path],
-    *,
-    tenant: str,
-    collection: str,
-    url: str,
-    tenancy: str = "prefix",
-    globs: Sequence[str] | None = None,
-    chunk_size: int | None = None,
-    chunk_overlap: int | None = None,
-    chunk_unit: str | None = None,
-    batch_size: int | None = None,
-    cleanup: str = "none",
-    duplicates: str = "error",
-    cache: bool = True,
-    key: str | None = None,
-    parallel: int = 1,
-    source_ids: Sequence[str] | None = None,
-    relocate: bool = False,
-    excludes: Sequence[str] | None = None,
-) -> dict[str, Any]:
-    """Build the JSON job spec the ``ingest`` command runs from its options.
-
-    None and default values are left out of the spec, so the ingestion defaults apply; ``url``
-    is stored in the job (never a token). Sources come from :func:`sources_for`.
-
-    Raises:
-        CliError: See :func:`sources_for` (exit code 2).
-    """
-    job: dict[str, Any] = {
-        "tenant": tenant,
-        "collection": collection,
-        "sources": sources_for(paths, globs, source_ids=source_ids, relocate=relocate, excludes=excludes),
-        "cleanup": None if cleanup == "none" else cleanup,
-        "duplicates": duplicates,
-        "options": {"url": url, "tenancy": tenancy, "cache": cache},
-    }
-    chunking = {k: v for k, v in (("size", chunk_size), ("overlap", chunk_overlap), ("unit", chunk_unit)) if v is not None}
-    if chunking:
-        job["chunking"] = chunking
-    if batch_size is not None:
-        job["batch_size"] = batch_size
-    if key:
-        job["key"] = key
-    if parallel != 1:
-        job["parallel"] = parallel
-    return job
 
 
 READ_LINE_EVERY = 10.0
