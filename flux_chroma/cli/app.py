@@ -1,5 +1,5 @@
 """The ``flux-chroma`` typer app and its core commands; ``docs``, ``show``, ``eval``, ``watch``
-and ``tenant erase`` are registered from their own modules."""
+and ``tenant erase`` come from their own modules."""
 
 from __future__ import annotations
 
@@ -397,8 +397,12 @@ def demo(
         hits_table(result.hits, title=f"question: {question}")
 
 
-for _module in (stored, eval_cmd, watch, tenant_cmd):  # after the commands above: help order
-    _module.register(app)
+# after the commands above: help order
+app.command(cls=Command, name="docs")(stored.docs)
+app.command(cls=Command, name="show")(stored.show)
+app.command(cls=Command, name="eval")(eval_cmd.eval_command)
+app.command(cls=Command)(watch.watch)
+app.add_typer(tenant_cmd.group)
 
 
 def main() -> None:

@@ -11,7 +11,6 @@ from flux_chroma.cli.stored import JsonOut
 from flux_chroma.cli.support import (
     CliError,
     Collection,
-    Command,
     Debug,
     FluxHome,
     Tenancy,
@@ -25,7 +24,7 @@ from flux_chroma.cli.support import (
     stdout,
 )
 
-__all__ = ["eval_command", "register", "report_lines"]
+__all__ = ["eval_command", "report_lines"]
 
 
 def report_lines(report: dict[str, Any]) -> list[str]:
@@ -96,8 +95,3 @@ def eval_command(
                 markup=False,
                 soft_wrap=True,
             )
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``eval`` to the ``flux-chroma`` command."""
-    app.command(cls=Command, name="eval")(eval_command)

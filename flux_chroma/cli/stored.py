@@ -10,7 +10,6 @@ import typer
 
 from flux_chroma.cli.support import (
     Collection,
-    Command,
     Debug,
     Tenancy,
     Tenant,
@@ -23,7 +22,7 @@ from flux_chroma.cli.support import (
     stdout,
 )
 
-__all__ = ["register", "JsonOut"]
+__all__ = ["docs", "show", "JsonOut"]
 
 # The commands here print text, not tables: their --json help says so.
 JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of text.")]
@@ -86,9 +85,3 @@ def show(
         width = max(40, min(shutil.get_terminal_size((100, 24)).columns, 100))
         for paragraph in passage["text"].splitlines() or [""]:
             stdout.print(textwrap.fill(paragraph, width) if paragraph.strip() else "", highlight=False, markup=False, soft_wrap=True)
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``docs`` and ``show`` to the ``flux-chroma`` command."""
-    app.command(cls=Command, name="docs")(docs)
-    app.command(cls=Command, name="show")(show)

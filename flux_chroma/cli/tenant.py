@@ -18,7 +18,7 @@ from flux_chroma.cli.support import (
     stdout,
 )
 
-__all__ = ["register", "render_receipt"]
+__all__ = ["group", "erase", "render_receipt"]
 
 
 def render_receipt(receipt: dict[str, Any]) -> list[str]:
@@ -47,37 +47,34 @@ def render_receipt(receipt: dict[str, Any]) -> list[str]:
     return lines
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``tenant erase`` to the ``flux-chroma`` command."""
-    group = typer.Typer(name="tenant", help="Tenant-wide operations.", no_args_is_help=True, rich_markup_mode=None)
+group = typer.Typer(name="tenant", help="Tenant-wide operations.", no_args_is_help=True, rich_markup_mode=None)
 
-    @group.command(cls=Command)
-    def erase(
-        tenant: Annotated[str, typer.Argument(metavar="TENANT", help="The tenant to erase.")],
-        yes: Annotated[bool, typer.Option("--yes", help="Erase (without it: list what would go).")] = False,
-        cache_only: Annotated[
-            bool, typer.Option("--cache-only", help="Only this host's embedding-cache entries (run on other hosts first).")
-        ] = False,
-        tenancy: Annotated[str, typer.Option("--tenancy", metavar="MODE", help="'prefix' or 'database'.")] = "prefix",
-        url: Annotated[
-            str | None, typer.Option("--url", metavar="URL", envvar="FLUX_CHROMA_URL", help="Chroma server URL.")
-        ] = None,
-        json_out: Annotated[bool, typer.Option("--json", help="Print the receipt as JSON.")] = False,
-        flux_home: Annotated[Path | None, typer.Option("--flux-home", metavar="DIR", help="Folder for Flux's state.")] = None,
-        debug: Debug = False,
-    ) -> None:
-        """Erase a tenant's collections, aliases (or database) and cache entries; a dry run without --yes."""
-        with cli_errors(debug=debug, json_out=json_out):
-            check_tenant(tenant, tenancy)
-            settings = check_settings(url)
-            from flux_chroma.cli.workflows import cli_erase_tenant
 
-            payload = {"tenant": tenant, "tenancy": tenancy, "url": settings.url, "confirm": yes, "cache_only": cache_only}
-            receipt = run_workflow(cli_erase_tenant, payload, flux_home)
-            if json_out:
-                print_json(receipt)
-                return
-            for line in render_receipt(receipt):
-                stdout.print(line, highlight=False, markup=False, soft_wrap=True)
+@group.command(cls=Command)
+def erase(
+    tenant: Annotated[str, typer.Argument(metavar="TENANT", help="The tenant to erase.")],
+    yes: Annotated[bool, typer.Option("--yes", help="Erase (without it: list what would go).")] = False,
+    cache_only: Annotated[
+        bool, typer.Option("--cache-only", help="Only this host's embedding-cache entries (run on other hosts first).")
+    ] = False,
+    tenancy: Annotated[str, typer.Option("--tenancy", metavar="MODE", help="'prefix' or 'database'.")] = "prefix",
+    url: Annotated[
+        str | None, typer.Option("--url", metavar="URL", envvar="FLUX_CHROMA_URL", help="Chroma server URL.")
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the receipt as JSON.")] = False,
+    flux_home: Annotated[Path | None, typer.Option("--flux-home", metavar="DIR", help="Folder for Flux's state.")] = None,
+    debug: Debug = False,
+) -> None:
+    """Erase a tenant's collections, aliases (or database) and cache entries; a dry run without --yes."""
+    with cli_errors(debug=debug, json_out=json_out):
+        check_tenant(tenant, tenancy)
+        settings = check_settings(url)
+        from flux_chroma.cli.workflows import cli_erase_tenant
 
-    app.add_typer(group)
+        payload = {"tenant": tenant, "tenancy": tenancy, "url": settings.url, "confirm": yes, "cache_only": cache_only}
+        receipt = run_workflow(cli_erase_tenant, payload, flux_home)
+        if json_out:
+            print_json(receipt)
+            return
+        for line in render_receipt(receipt):
+            stdout.print(line, highlight=False, markup=False, soft_wrap=True)

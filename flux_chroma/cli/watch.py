@@ -17,9 +17,9 @@ from typing import Annotated, Any
 import httpx
 import typer
 
-from flux_chroma.cli.support import CliError, Command, Debug, ExitCode, cli_errors, stderr, stdout
+from flux_chroma.cli.support import CliError, Debug, ExitCode, cli_errors, stderr, stdout
 
-__all__ = ["JobView", "read_job", "register", "render", "watch_job"]
+__all__ = ["JobView", "read_job", "render", "watch", "watch_job"]
 
 WIDTH = 80
 TERMINAL = {"COMPLETED": ExitCode.OK, "FAILED": ExitCode.FAILED, "CANCELLED": ExitCode.FAILED}
@@ -226,21 +226,17 @@ def watch_job(base: str, execution_id: str, interval: float = 1.0) -> ExitCode:
                 view = read_job(client, base, execution_id)
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``watch`` to the ``flux-chroma`` command."""
-
-    @app.command(cls=Command)
-    def watch(
-        execution_id: Annotated[str, typer.Argument(metavar="EXECUTION_ID", help="The job's Flux execution id.")],
-        flux: Annotated[
-            str, typer.Option("--flux", metavar="URL", help="The Flux server URL (`flux start server`).")
-        ] = "http://localhost:8000",
-        interval: Annotated[float, typer.Option("--interval", metavar="SECONDS", help="Seconds between reads.")] = 1.0,
-        debug: Debug = False,
-    ) -> None:
-        """Follow an ingestion job running on a Flux server until it ends; exit with its outcome."""
-        with cli_errors(debug=debug):
-            code = watch_job(flux, execution_id, interval)
-            if code != ExitCode.OK:
-                stderr.print(f"error: job {execution_id} did not complete.", highlight=False, markup=False)
-            raise typer.Exit(int(code))
+def watch(
+    execution_id: Annotated[str, typer.Argument(metavar="EXECUTION_ID", help="The job's Flux execution id.")],
+    flux: Annotated[
+        str, typer.Option("--flux", metavar="URL", help="The Flux server URL (`flux start server`).")
+    ] = "http://localhost:8000",
+    interval: Annotated[float, typer.Option("--interval", metavar="SECONDS", help="Seconds between reads.")] = 1.0,
+    debug: Debug = False,
+) -> None:
+    """Follow an ingestion job running on a Flux server until it ends; exit with its outcome."""
+    with cli_errors(debug=debug):
+        code = watch_job(flux, execution_id, interval)
+        if code != ExitCode.OK:
+            stderr.print(f"error: job {execution_id} did not complete.", highlight=False, markup=False)
+        raise typer.Exit(int(code))
