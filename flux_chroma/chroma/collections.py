@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +29,7 @@ from flux_chroma.errors import (
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
 
-__all__ = ["Resolved", "Target", "forget_collection", "open_collection", "with_collection"]
+__all__ = ["Resolved", "Target", "forget_collection", "open_collection", "pages", "rows", "with_collection"]
 
 
 @dataclass(frozen=True)
@@ -220,3 +220,22 @@ def with_collection[T](
                 raise
             raise mapped from None
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def pages(collection: Any, size: int, **kwargs: Any) -> Iterator[Any]:
+    """``collection.get(**kwargs)`` page by page, ``size`` records each; a short page is the last."""
+    offset = 0
+    while True:
+        got = collection.get(limit=size, offset=offset, **kwargs)
+        yield got
+        if len(got["ids"]) < size:
+            return
+        offset += size
+
+
+def rows(got: Any) -> list[tuple[str, str | None, dict[str, Any] | None]]:
+    """A ``get`` result as ``(id, document, metadata)`` tuples (``None`` where not included)."""
+    ids = [str(i) for i in got["ids"]]
+    docs = list(got.get("documents") or [None] * len(ids))
+    metas = list(got.get("metadatas") or [None] * len(ids))
+    return list(zip(ids, docs, metas, strict=True))

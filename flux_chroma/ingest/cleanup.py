@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from flux_chroma.chroma.collections import Resolved, Target, with_collection
+from flux_chroma.chroma.collections import Resolved, Target, pages, with_collection
 from flux_chroma.errors import (
     ChromaRequestError,
     CollectionNotFoundError,
@@ -128,15 +128,11 @@ def doc_key_from_id(record_id: str) -> str:
 def _stale_ids(resolved: Resolved, where: dict[str, Any], page: int, is_stale: Callable[[str], bool]) -> tuple[int, list[str]]:
     """Page through the job's stored ids; keep only the stale ones (memory follows those)."""
     stale: list[str] = []
-    scanned = offset = 0
-    while True:
-        got = resolved.collection.get(where=where, include=[], limit=page, offset=offset)
-        ids = list(got["ids"])
-        scanned += len(ids)
-        stale.extend(rid for rid in ids if is_stale(rid))
-        if len(ids) < page:
-            return scanned, stale
-        offset += page
+    scanned = 0
+    for got in pages(resolved.collection, page, where=where, include=[]):
+        scanned += len(got["ids"])
+        stale.extend(rid for rid in got["ids"] if is_stale(rid))
+    return scanned, stale
 
 
 def cleanup_stale(target: Target, job: IngestJob, expected_digest: str | None, *, ef: Any = None, page: int = 1000) -> dict[str, Any]:

@@ -12,7 +12,6 @@ resolves the alias once, so it never mixes models. The old collection is left in
 from __future__ import annotations
 
 import asyncio
-import itertools
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -22,7 +21,7 @@ from typing import Any
 from flux import ExecutionContext, workflow
 
 from flux_chroma.chroma.aliases import list_aliases, resolve_alias, set_alias
-from flux_chroma.chroma.collections import Target, open_collection
+from flux_chroma.chroma.collections import Target, open_collection, pages, rows
 from flux_chroma.chroma.connection import get_client, server_info
 from flux_chroma.chroma.naming import validate_collection_name, validate_tenant
 from flux_chroma.chroma.pinning import Pin, pin_for
@@ -133,30 +132,20 @@ def _raw(target: Target) -> Any:
         raise classify_chroma_error(exc, action=f"open {target.label!r}", url=target.settings.url) from None
 
 
-def _records(got: Any) -> dict[str, list[Any]]:
-    """A ``get`` result as ``{"ids", "documents", "metadatas"}`` lists of equal length."""
-    n = len(got["ids"])
-    return {
-        "ids": list(got["ids"]),
-        "documents": list(got.get("documents") or [None] * n),
-        "metadatas": list(got.get("metadatas") or [None] * n),
-    }
-
-
-def _copy(records: dict[str, Any], target: Target, options: ChromaOptions) -> dict[str, Any]:
+def _copy(records: list[tuple[str, Any, Any]], target: Target, options: ChromaOptions) -> dict[str, Any]:
     """Write source records into the target in one write (batched by the server's limit).
 
     Each keeps its own ``fc_*`` keys through ``record_metadata``, outside the content hash
     (text and user metadata), as the reconcile step expects.
     """
-    missing = [rid for rid, doc in zip(records["ids"], records["documents"], strict=True) if not isinstance(doc, str)]
+    missing = [rid for rid, doc, _ in records if not isinstance(doc, str)]
     if missing:
         raise InvalidDocumentError(
             f"records {missing[:5]} have no document text, so they cannot be re-embedded with a new model."
         )
     docs: list[Document] = []
     own: dict[str, dict[str, Any]] = {}
-    for rid, doc, meta in zip(records["ids"], records["documents"], records["metadatas"], strict=True):
+    for rid, doc, meta in records:
         meta = meta or {}
         own[rid] = {k: v for k, v in meta.items() if k.startswith(RESERVED_PREFIX) and k != HASH_KEY}
         docs.append(Document(rid, doc, public_metadata(meta)))
@@ -240,9 +229,9 @@ async def plan_migration(spec: dict[str, Any]) -> dict[str, Any]:
 def _page_sync(options: ChromaOptions, source: str, target: str, page: dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
     got = _raw(options.target(source)).get(include=["documents", "metadatas"], limit=page["limit"], offset=page["offset"])
-    records = _records(got)
-    totals = _copy(records, options.target(target), options) if records["ids"] else {}
-    return {"page": page["page"], "records": len(records["ids"]), **totals, "seconds": round(time.perf_counter() - started, 6)}
+    records = rows(got)
+    totals = _copy(records, options.target(target), options) if records else {}
+    return {"page": page["page"], "records": len(records), **totals, "seconds": round(time.perf_counter() - started, 6)}
 
 
 @chroma_task(**TASK_RETRY)
@@ -256,17 +245,11 @@ async def migrate_page(source: str, target: str, page: dict[str, Any]) -> dict[s
 
 def _hashes(options: ChromaOptions, name: str, page: int, *, from_documents: bool) -> dict[str, str]:
     include = ["documents", "metadatas"] if from_documents else ["metadatas"]
-    collection = _raw(options.target(name))
     out: dict[str, str] = {}
-    for offset in itertools.count(0, page):
-        rows = _records(collection.get(include=include, limit=page, offset=offset))
-        for rid, doc, meta in zip(rows["ids"], rows["documents"], rows["metadatas"], strict=True):
+    for got in pages(_raw(options.target(name)), page, include=include):
+        for rid, doc, meta in rows(got):
             stored = None if from_documents else (meta or {}).get(HASH_KEY)
-            if not stored:
-                stored = content_hash(Document(rid, doc or "", public_metadata(meta)))
-            out[rid] = str(stored)
-        if len(rows["ids"]) < page:
-            break
+            out[rid] = str(stored or content_hash(Document(rid, doc or "", public_metadata(meta))))
     return out
 
 
@@ -279,7 +262,7 @@ def _reconcile_sync(options: ChromaOptions, source: str, target: str) -> dict[st
     src = _raw(options.target(source))
     for start in range(0, len(todo), page):
         got = src.get(ids=todo[start : start + page], include=["documents", "metadatas"])
-        _copy(_records(got), options.target(target), options)
+        _copy(rows(got), options.target(target), options)
     tgt = _raw(options.target(target))
     for start in range(0, len(extra), page):
         tgt.delete(ids=extra[start : start + page])

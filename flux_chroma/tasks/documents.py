@@ -16,11 +16,11 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from itertools import pairwise
 from typing import Any, TypedDict
 
-from flux_chroma.chroma.collections import Resolved
+from flux_chroma.chroma.collections import Resolved, pages
+from flux_chroma.chroma.collections import rows as _rows
 from flux_chroma.errors import InvalidQueryError
 from flux_chroma.tasks.context import use_collection
 from flux_chroma.tasks.decorator import chroma_task
@@ -139,23 +139,6 @@ def _check_text(value: Any, what: str) -> str:
     return value
 
 
-def _rows(got: Any) -> list[tuple[str, str | None, dict[str, Any] | None]]:
-    ids = [str(i) for i in got["ids"]]
-    docs = list(got.get("documents") or [None] * len(ids))
-    metas = list(got.get("metadatas") or [None] * len(ids))
-    return list(zip(ids, docs, metas, strict=True))
-
-
-def _pages(collection: Any, **kwargs: Any) -> Iterator[Any]:
-    offset = 0
-    while True:
-        got = collection.get(limit=_PAGE, offset=offset, **kwargs)
-        yield got
-        if len(got["ids"]) < _PAGE:
-            return
-        offset += _PAGE
-
-
 def _chunks_of(collection: Any, doc_key: str, hint: dict[str, Any] | None) -> list[tuple[str, str | None, dict[str, Any] | None]]:
     """Every chunk of document ``doc_key``, in index order (empty when it has none)."""
 
@@ -171,7 +154,7 @@ def _chunks_of(collection: Any, doc_key: str, hint: dict[str, Any] | None) -> li
         got = collection.get(where={"$and": [{_SOURCE_KEY: source}, {"path": path}]}, include=[])
         ids = [str(i) for i in got["ids"] if mine(str(i))]
     if not ids:
-        ids = [i for got in _pages(collection, include=[]) for i in map(str, got["ids"]) if mine(i)]
+        ids = [i for got in pages(collection, _PAGE, include=[]) for i in map(str, got["ids"]) if mine(i)]
     rows: list[tuple[str, str | None, dict[str, Any] | None]] = []
     for start in range(0, len(ids), _PAGE):
         rows += _rows(collection.get(ids=ids[start : start + _PAGE], include=["documents", "metadatas"]))
@@ -317,7 +300,7 @@ async def list_documents(collection: str, where: dict[str, Any] | None = None) -
 
     def read(resolved: Resolved) -> list[DocumentEntry]:
         counts: dict[str, DocumentEntry] = {}
-        for got in _pages(resolved.collection, where=where, include=["metadatas"]):
+        for got in pages(resolved.collection, _PAGE, where=where, include=["metadatas"]):
             for rid, _, meta in _rows(got):
                 meta = meta or {}
                 key = _source_document(meta) or document_key(rid)
