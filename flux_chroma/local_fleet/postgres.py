@@ -57,17 +57,13 @@ def free_port() -> int:
 class LocalPostgres:
     """A PostgreSQL server in a temporary directory on a free loopback port.
 
-    Args:
-        parent: Folder for the temporary data directory (default: the system temp folder),
-            reachable by the ``postgres`` user when running as root.
-        user: Superuser to create (trust authentication, loopback only).
+    Its superuser and its database are both ``flux`` (trust authentication, loopback only).
     """
 
-    def __init__(self, parent: Path | None = None, database: str = "flux", user: str = "flux") -> None:
+    def __init__(self) -> None:
         self.bin = postgres_bin_dir()
-        self.database = database
-        self.user = user
-        self.root = Path(tempfile.mkdtemp(prefix="flux-postgres-", dir=parent))
+        self.database = self.user = "flux"
+        self.root = Path(tempfile.mkdtemp(prefix="flux-postgres-"))
         self.data = self.root / "data"
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
@@ -144,10 +140,4 @@ class LocalPostgres:
         if self.proc is not None:
             terminate(self.proc, 15, signal.SIGINT)  # SIGINT: postgres's fast shutdown
         shutil.rmtree(self.root, ignore_errors=True)
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *_: object) -> None:
-        self.stop()
 
