@@ -32,16 +32,13 @@ from flux_chroma.ingest.spec import IngestJob, digest_of
 from flux_chroma.ingest.splitter import Chunker, chunker_for, is_markdown
 from flux_chroma.tasks.validation import Document, doc_key_of
 
-__all__ = ["Chunk", "chunks_of", "CITATION_KEYS", "build_plan", "submitted_plans", "take_plan", "read_batch", "iter_chunks", "live_chunks", "LiveSet", "key64", "MAX_REPORTED_DUPLICATES", "MAX_REPORTED_SKIPS"]
+__all__ = ["Chunk", "chunks_of", "build_plan", "submitted_plans", "take_plan", "read_batch", "iter_chunks", "live_chunks", "LiveSet", "key64", "MAX_REPORTED_DUPLICATES", "MAX_REPORTED_SKIPS"]
 
 MAX_REPORTED_DUPLICATES = 50
 MAX_REPORTED_SKIPS = 100
 """Skipped files named in a plan (and the report); ``skipped_file_count`` counts them all."""
 READING_PROGRESS_EVERY = 0.5
 """Seconds between two ``reading`` progress values of :func:`build_plan`."""
-CITATION_KEYS = ("fc_start", "fc_end", "fc_heading", "fc_page")
-"""Per-chunk citation metadata: character offsets in the (converted) document, the Markdown
-heading path where the chunk starts, and the 1-based page for documents with pages."""
 
 
 @dataclass(frozen=True)
