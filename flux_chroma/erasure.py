@@ -27,7 +27,7 @@ from flux_chroma.chroma.naming import Namespace
 from flux_chroma.chroma.settings import ConnectionSettings
 from flux_chroma.errors import FluxChromaError, classify_chroma_error
 from flux_chroma.tasks.context import chroma_options, chroma_settings
-from flux_chroma.tasks.decorator import chroma_task
+from flux_chroma.tasks.decorator import RETRY, chroma_task
 
 __all__ = ["TenantBusyError", "erase_tenant", "erase_tenant_sync"]
 
@@ -213,7 +213,7 @@ def _remains(tenant: str) -> list[str]:
     ]
 
 
-@chroma_task(retry_max_attempts=3, retry_delay=1, retry_backoff=2)
+@chroma_task(**RETRY)
 async def erase_tenant(confirm: bool = False, cache_only: bool = False) -> dict[str, Any]:
     """Erase the task's tenant (its options): collections and aliases (or database), cache entries.
 

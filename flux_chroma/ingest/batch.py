@@ -33,12 +33,10 @@ from flux_chroma.ingest.cleanup import claim_sources, cleanup_stale, source_meta
 from flux_chroma.ingest.plan import build_plan, read_batch, take_plan
 from flux_chroma.ingest.spec import IngestJob
 from flux_chroma.tasks.context import chroma_options, chroma_target
-from flux_chroma.tasks.decorator import chroma_task
+from flux_chroma.tasks.decorator import RETRY, chroma_task
 from flux_chroma.tasks.options import ChromaOptions
 from flux_chroma.tasks.writer import write_documents
 from flux_chroma.telemetry import count, observe, record_receipt, span
-
-TASK_RETRY: dict[str, Any] = {"retry_max_attempts": 3, "retry_delay": 1, "retry_backoff": 2}
 
 __all__ = ["plan_ingest", "ingest_batch", "find_lost_batches", "cleanup_ingest", "send_progress"]
 
@@ -80,7 +78,7 @@ def _plan_sync(target: Target, job: IngestJob, expected: str | None, options: Ch
     return plan
 
 
-@chroma_task(**TASK_RETRY)
+@chroma_task(**RETRY)
 async def plan_ingest(job: dict[str, Any], expected_digest: str | None = None) -> dict[str, Any]:
     """Read a job's sources once and cut it into batch references.
 
@@ -143,7 +141,7 @@ def _batch_sync(target: Target, job: IngestJob, ref: dict[str, Any], options: Ch
     }
 
 
-@chroma_task(**TASK_RETRY)
+@chroma_task(**RETRY)
 async def ingest_batch(collection: str, job: dict[str, Any], batch: dict[str, Any]) -> dict[str, Any]:
     """Re-read one batch from its reference, write it, and verify the ids on the server.
 
@@ -196,7 +194,7 @@ def _lost_sync(target: Target, job: IngestJob, refs: list[dict[str, Any]], optio
         return [int(ref["batch"]) for ref in refs]  # the whole collection is gone
 
 
-@chroma_task(**TASK_RETRY)
+@chroma_task(**RETRY)
 async def find_lost_batches(collection: str, job: dict[str, Any], batches: list[dict[str, Any]], run: str) -> list[int]:
     """Numbers of the given (replayed) batches with at least one id missing on the server.
 
@@ -207,7 +205,7 @@ async def find_lost_batches(collection: str, job: dict[str, Any], batches: list[
     return await asyncio.to_thread(_lost_sync, target, spec, list(batches), options)
 
 
-@chroma_task(**TASK_RETRY)
+@chroma_task(**RETRY)
 async def cleanup_ingest(collection: str, job: dict[str, Any], plan_digest: str) -> dict[str, Any]:
     """Delete the job's stale chunks (after all batches committed), per ``job["cleanup"]``.
 

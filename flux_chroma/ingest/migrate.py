@@ -33,7 +33,7 @@ from flux_chroma.errors import (
     UnpinnedCollectionError,
     classify_chroma_error,
 )
-from flux_chroma.ingest.batch import TASK_RETRY, send_progress
+from flux_chroma.ingest.batch import send_progress
 from flux_chroma.ingest.jobs import Progress, execution_base, run_durable
 from flux_chroma.ingest.spec import (
     DEFAULT_BATCH_SIZE,
@@ -45,7 +45,7 @@ from flux_chroma.ingest.spec import (
 from flux_chroma.quality.gate import check_gate, quality_gate
 from flux_chroma.quality.labels import load_labels
 from flux_chroma.tasks.context import chroma_options
-from flux_chroma.tasks.decorator import chroma_task
+from flux_chroma.tasks.decorator import RETRY, chroma_task
 from flux_chroma.tasks.options import ChromaOptions
 from flux_chroma.tasks.reader import public_metadata
 from flux_chroma.tasks.validation import RESERVED_PREFIX, Document
@@ -217,7 +217,7 @@ def _plan_sync(options: ChromaOptions, spec: MigrationSpec) -> dict[str, Any]:
     return {**plan, "count": count, "page_size": size, "pages": pages}
 
 
-@chroma_task(**TASK_RETRY)
+@chroma_task(**RETRY)
 async def plan_migration(spec: dict[str, Any]) -> dict[str, Any]:
     """Resolve the source, create the pinned target, and cut the source into pages.
 
@@ -234,7 +234,7 @@ def _page_sync(options: ChromaOptions, source: str, target: str, page: dict[str,
     return {"page": page["page"], "records": len(records), **totals, "seconds": round(time.perf_counter() - started, 6)}
 
 
-@chroma_task(**TASK_RETRY)
+@chroma_task(**RETRY)
 async def migrate_page(source: str, target: str, page: dict[str, Any]) -> dict[str, Any]:
     """Re-embed one page of the source into the target (same ids, documents, metadata)."""
     options = chroma_options()
@@ -274,7 +274,7 @@ def _reconcile_sync(options: ChromaOptions, source: str, target: str) -> dict[st
     return {"count": len(want), "copied": len(todo), "deleted": len(extra), "verified": True}
 
 
-@chroma_task(**TASK_RETRY)
+@chroma_task(**RETRY)
 async def reconcile_migration(source: str, target: str) -> dict[str, Any]:
     """Make the target match the source (copy missing/changed, delete extra) and verify it.
 
@@ -284,7 +284,7 @@ async def reconcile_migration(source: str, target: str) -> dict[str, Any]:
     return await asyncio.to_thread(_reconcile_sync, chroma_options(), source, target)
 
 
-@chroma_task(**TASK_RETRY)
+@chroma_task(**RETRY)
 async def switch_alias(alias: str, target: str, expected: str) -> dict[str, Any]:
     """Point ``alias`` at ``target`` if it still resolves to ``expected``."""
     options = chroma_options()

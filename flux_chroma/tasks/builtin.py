@@ -24,7 +24,7 @@ from flux_chroma.chroma.pinning import Pin
 from flux_chroma.chroma.settings import ConnectionSettings
 from flux_chroma.errors import CollectionNotFoundError, InvalidQueryError, classify_chroma_error
 from flux_chroma.tasks.context import chroma_options, chroma_settings, chroma_target
-from flux_chroma.tasks.decorator import chroma_task
+from flux_chroma.tasks.decorator import RETRY, chroma_task
 from flux_chroma.tasks.hybrid import validate_mode, validate_path_prefix
 from flux_chroma.tasks.reader import query_collection
 from flux_chroma.tasks.results import CollectionEntry, Hit, Receipt
@@ -42,10 +42,7 @@ from flux_chroma.tasks.writer import write_documents
 __all__ = ["delete_collection", "delete_documents", "embed_and_add", "list_collections", "query"]
 
 
-_RETRY: dict[str, Any] = {"retry_max_attempts": 3, "retry_delay": 1, "retry_backoff": 2}
-
-
-@chroma_task(**_RETRY)
+@chroma_task(**RETRY)
 async def embed_and_add(collection: str, docs: list[dict[str, Any]]) -> Receipt:
     """Embed documents and upsert them into the tenant's collection (idempotent).
 
@@ -73,7 +70,7 @@ async def embed_and_add(collection: str, docs: list[dict[str, Any]]) -> Receipt:
     )
 
 
-@chroma_task(**_RETRY)
+@chroma_task(**RETRY)
 async def query(
     collection: str,
     question: str | list[str],
@@ -138,13 +135,13 @@ async def query(
     return hits[0] if single else hits
 
 
-@chroma_task(**_RETRY)
+@chroma_task(**RETRY)
 async def list_collections() -> list[CollectionEntry]:
     """List the tenant's collections, sorted by name (:class:`CollectionEntry` dicts)."""
     return await asyncio.to_thread(_list_sync, chroma_options().namespace(), chroma_settings())
 
 
-@chroma_task(**_RETRY)
+@chroma_task(**RETRY)
 async def delete_collection(collection: str) -> dict[str, Any]:
     """Delete a tenant collection (idempotent); return ``{"collection", "deleted": bool}``.
 
@@ -155,7 +152,7 @@ async def delete_collection(collection: str) -> dict[str, Any]:
     return await asyncio.to_thread(_delete_collection_sync, chroma_target(collection))
 
 
-@chroma_task(**_RETRY)
+@chroma_task(**RETRY)
 async def delete_documents(
     collection: str,
     ids: list[str] | None = None,

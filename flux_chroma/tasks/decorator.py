@@ -11,6 +11,8 @@ from flux_chroma.tasks.task import ChromaTask, split_options
 __all__ = ["chroma_task"]
 
 TaskFunction = Callable[..., Awaitable[Any]]
+RETRY: dict[str, Any] = {"retry_max_attempts": 3, "retry_delay": 1, "retry_backoff": 2}
+"""The retry options of flux-chroma's own tasks (``@chroma_task(**RETRY)``)."""
 
 
 @overload

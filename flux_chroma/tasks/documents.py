@@ -23,7 +23,7 @@ from flux_chroma.chroma.collections import Resolved, pages
 from flux_chroma.chroma.collections import rows as _rows
 from flux_chroma.errors import InvalidQueryError
 from flux_chroma.tasks.context import use_collection
-from flux_chroma.tasks.decorator import chroma_task
+from flux_chroma.tasks.decorator import RETRY, chroma_task
 from flux_chroma.tasks.reader import public_metadata
 from flux_chroma.tasks.validation import doc_key_of, utf8_problem, validate_where
 
@@ -42,7 +42,6 @@ __all__ = [
 _CHUNK_ID = re.compile(r"^(?P<doc>.+)#(?P<index>\d+):(?P<sha>[0-9a-f]{12})$", re.DOTALL)
 _PAGE = 5000
 _SOURCE_KEY, _START_KEY, _END_KEY = "fc_source", "fc_start", "fc_end"
-_RETRY: dict[str, Any] = {"retry_max_attempts": 3, "retry_delay": 1, "retry_backoff": 2}
 
 
 class Record(TypedDict):
@@ -202,7 +201,7 @@ def _passage(doc_id: str, rows: list[tuple[str, str | None, dict[str, Any] | Non
     }
 
 
-@chroma_task(**_RETRY)
+@chroma_task(**RETRY)
 async def get_document(collection: str, document_id: str) -> Passage:
     """Read a whole document back from its stored chunks, in order.
 
@@ -237,7 +236,7 @@ async def get_document(collection: str, document_id: str) -> Passage:
     return await use_collection(collection, read, action="get_document")
 
 
-@chroma_task(**_RETRY)
+@chroma_task(**RETRY)
 async def expand_hit(collection: str, hit_id: str, window: int = 1) -> Passage:
     """A hit with up to ``window`` neighbouring chunks on each side, text rebuilt in order.
 
@@ -268,7 +267,7 @@ async def expand_hit(collection: str, hit_id: str, window: int = 1) -> Passage:
     return await use_collection(collection, read, action="expand_hit")
 
 
-@chroma_task(**_RETRY)
+@chroma_task(**RETRY)
 async def get_records(collection: str, ids: list[str]) -> list[Record]:
     """Read records by id as :class:`Record` dicts, in the order asked (missing ids left out).
 
@@ -286,7 +285,7 @@ async def get_records(collection: str, ids: list[str]) -> list[Record]:
     return await use_collection(collection, read, action="get_records")
 
 
-@chroma_task(**_RETRY)
+@chroma_task(**RETRY)
 async def list_documents(collection: str, where: dict[str, Any] | None = None) -> list[DocumentEntry]:
     """List a collection's documents as :class:`DocumentEntry` dicts, sorted by id.
 
