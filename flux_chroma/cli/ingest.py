@@ -1,4 +1,4 @@
-"""``flux-chroma ingest``: paths to a job spec, run inline with progress, and its report."""
+"""``flux-chroma ingest``: paths to job sources, run inline with progress, and its report."""
 
 from __future__ import annotations
 
