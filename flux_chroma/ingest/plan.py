@@ -13,7 +13,7 @@ import hashlib
 import threading
 import time
 from array import array
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -83,16 +83,27 @@ def chunks_of(unit: Unit, job: IngestJob, chunker: Chunker | None = None) -> lis
     return out
 
 
-def _plan_digest(total: hashlib._Hash, excluded: set[tuple[int, int]], chunker: Chunker) -> str:
+def _plan_digest(total: _Combined, excluded: set[tuple[int, int]], chunker: Chunker) -> str:
     """The plan digest: the chunks' digests (in ``total``), the exclusions and the chunker."""
     for s, c in sorted(excluded):
-        total.update(f"{s}:{c}".encode("ascii"))
-    total.update(("chunker:" + digest_of(chunker.identity)).encode("ascii"))
-    return _hex(total)
+        total.add(f"{s}:{c}")
+    total.add("chunker:" + digest_of(chunker.identity))
+    return total.hexdigest()
 
 
-def _hex(h: hashlib._Hash) -> str:
-    return h.hexdigest()[:32]
+class _Combined:
+    """A digest of digests, computed incrementally (without keeping the list)."""
+
+    def __init__(self, digests: Iterable[str] = ()) -> None:
+        self._hash = hashlib.sha256()
+        for digest in digests:
+            self.add(digest)
+
+    def add(self, digest: str) -> None:
+        self._hash.update(digest.encode("ascii"))
+
+    def hexdigest(self) -> str:
+        return self._hash.hexdigest()[:32]
 
 
 def _duplicates(job: IngestJob) -> tuple[set[tuple[int, int]], list[dict[str, Any]]]:
@@ -189,9 +200,9 @@ def build_plan(
     excluded, duplicates = _duplicates(job)
     batches: list[dict[str, Any]] = []
     stats = [{"id": src["id"], "kind": src["kind"], "location": source_location(src), "docs": 0, "chunks": 0} for src in job.sources]
-    total = hashlib.sha256()
+    total = _Combined()
     current: dict[str, Any] | None = None
-    batch_hash = hashlib.sha256()
+    batch_hash = _Combined()
     chunker = chunker_for(job.chunking, job.embedding_function)
     truncated: int | None = 0 if chunker.tokens is not None else None
     files: int | None = 0  # documents to read, when every source is a folder
@@ -215,7 +226,7 @@ def build_plan(
 
     def close() -> None:
         if current is not None:
-            batches.append({**current, "digest": _hex(batch_hash)})
+            batches.append({**current, "digest": batch_hash.hexdigest()})
 
     def account() -> None:
         """Skipped files before the next unit: counted, named, and excluded from the open batch."""
@@ -251,11 +262,11 @@ def build_plan(
             if current is None or current["count"] >= size:
                 close()
                 current = {"batch": len(batches), "source": s_idx, "cursor": unit.cursor, "skip": chunk.index, "count": 0}
-                batch_hash = hashlib.sha256()
+                batch_hash = _Combined()
             current["count"] += 1
-            digest = chunk.digest().encode("ascii")
-            batch_hash.update(digest)
-            total.update(digest)
+            digest = chunk.digest()
+            batch_hash.add(digest)
+            total.add(digest)
             stats[s_idx]["chunks"] += 1
     account()
     close()
@@ -348,7 +359,7 @@ def read_batch(job: IngestJob | Mapping[str, Any], ref: dict[str, Any]) -> list[
         out.extend(chunks[: ref["count"] - len(out)])
         if len(out) >= ref["count"]:
             break
-    if len(out) != ref["count"] or _hex(hashlib.sha256("".join(c.digest() for c in out).encode("ascii"))) != ref["digest"]:
+    if len(out) != ref["count"] or _Combined(c.digest() for c in out).hexdigest() != ref["digest"]:
         raise SourceChangedError(
             f"source {src['id']!r} changed while ingestion job {job.tenant}/{job.collection} was running: "
             f"batch {ref['batch']} no longer matches its planned digest. Nothing of this batch was "
@@ -381,7 +392,7 @@ def live_chunks(job: IngestJob) -> tuple[LiveSet, LiveSet, str]:
         KEEP a stale chunk, never delete a live one.
     """
     live, docs = array("Q"), array("Q")
-    total = hashlib.sha256()
+    total = _Combined()
     excluded, _ = _duplicates(job)
     chunker = chunker_for(job.chunking, job.embedding_function)
     for _s_idx, unit, kept in _kept_units(job, excluded):
@@ -389,7 +400,7 @@ def live_chunks(job: IngestJob) -> tuple[LiveSet, LiveSet, str]:
         if kept:
             for chunk in chunks_of(unit, job, chunker):
                 live.append(key64(chunk.id))
-                total.update(chunk.digest().encode("ascii"))
+                total.add(chunk.digest())
     return LiveSet(live), LiveSet(docs), _plan_digest(total, excluded, chunker)
 
 
