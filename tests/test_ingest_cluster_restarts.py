@@ -28,6 +28,7 @@ The wait's give-up on a silent server without a fleet is ``test_ingest_parallel.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import time
 from collections.abc import Iterator
@@ -190,9 +191,13 @@ def test_flux_server_down_past_unit_timeout_fails_readably_and_resubmit_complete
     assert failed["state"] == "FAILED", failed.get("output")
     message = json.dumps(failed["output"])
     print(message)
-    assert (
-        f"the Flux server at {fleet.url} did not answer for more than {unit_timeout} s" in message
-    )
+    # The outage is seen while the job waits for a unit, or (on a loaded machine) while it
+    # starts the next one: either way the message names the server and unit_timeout.
+    assert re.search(
+        rf"the Flux server at {re.escape(fleet.url)} (did not answer for more than {unit_timeout} s"
+        rf"|did not start unit \d+ in \d+ attempts over more than {unit_timeout} s)",
+        message,
+    ), message
     assert "submit the job again" in message and "None" not in message
     # Re-submit at once, like an operator would, without waiting for the failed job's units:
     # one of them may never end. A unit dispatched as the server died can be left RUNNING on
