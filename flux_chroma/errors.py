@@ -56,10 +56,24 @@ class FluxChromaError(ExecutionError):
     def __reduce__(self) -> tuple[Any, ...]:
         # Exception pickling calls cls(*args); keep the message and any extra attributes.
         state = {k: v for k, v in self.__dict__.items() if k not in ("_message", "_inner_exception")}
-        return (_restore_error, (self.__class__, self.message or "", state))
+        return (restore_error, (self.__class__, self.message or "", state))
 
 
-def _restore_error(cls: type[FluxChromaError], message: str, state: dict[str, Any]) -> FluxChromaError:
+def restore_error(cls: type[FluxChromaError], message: str, state: dict[str, Any]) -> FluxChromaError:
+    """Rebuild an error of class ``cls`` without calling its ``__init__``.
+
+    Used by unpickling and wherever an error is re-raised with a new message (for example one
+    read back from a child execution's output), so subclasses with their own ``__init__``
+    arguments come back as themselves.
+
+    Args:
+        cls: The error's class.
+        message: Its message.
+        state: Extra attributes to set (for example ``report``).
+
+    Returns:
+        The error.
+    """
     err = cls.__new__(cls)
     FluxChromaError.__init__(err, message)
     err.__dict__.update(state)

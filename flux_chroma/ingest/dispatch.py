@@ -21,7 +21,7 @@ import httpx
 from flux import task
 
 import flux_chroma.errors as fc_errors
-from flux_chroma.errors import ConfigurationError, FluxChromaError, _restore_error
+from flux_chroma.errors import ConfigurationError, FluxChromaError, restore_error
 from flux_chroma.ingest.batch import send_progress
 from flux_chroma.ingest.units import UnitFailure, bounded_gather
 
@@ -80,7 +80,7 @@ def error_from_output(output: Any, context: str) -> FluxChromaError:
     cls = getattr(fc_errors, name, None)
     if not (isinstance(cls, type) and issubclass(cls, FluxChromaError)):
         cls, message = FluxChromaError, (f"{name}: {message}" if name else message)
-    return _restore_error(cls, f"{context}: {message}", {})
+    return restore_error(cls, f"{context}: {message}", {})
 
 
 async def _await_unit(execution_id: str, unit: int, unit_timeout: float) -> dict[str, Any]:

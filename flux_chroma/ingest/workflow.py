@@ -17,7 +17,7 @@ from typing import Any
 from flux import ExecutionContext, workflow
 from flux.routing import least, load, score
 
-from flux_chroma.errors import ConfigurationError, FluxChromaError, _restore_error
+from flux_chroma.errors import ConfigurationError, FluxChromaError, restore_error
 from flux_chroma.ingest.batch import cleanup_ingest, find_lost_batches, ingest_batch, plan_ingest
 from flux_chroma.ingest.dispatch import DEFAULT_UNIT_TIMEOUT, dispatch_units
 from flux_chroma.ingest.spec import IngestJob
@@ -82,7 +82,7 @@ def _stopped(exc: BaseException, job: IngestJob, plan: dict[str, Any], receipts:
         f"cleanup not run): {(inner.message or type(inner).__name__).rstrip('.')}. "
         "Run the job again (run_ingest): committed batches are replayed, not rewritten."
     )
-    return _restore_error(inner.__class__, message, {"report": build_report(job, plan, receipts, None)})
+    return restore_error(inner.__class__, message, {"report": build_report(job, plan, receipts, None)})
 
 
 async def ingest_steps(job: IngestJob | dict[str, Any], *, expected_digest: str | None = None) -> dict[str, Any]:
@@ -202,7 +202,7 @@ async def ingest_unit(ctx: ExecutionContext[dict[str, Any]]) -> dict[str, Any]:
         receipts, failure = await run_units_inline([unit], write, 1)
     if failure is not None:
         cause = failure.cause if isinstance(failure.cause, FluxChromaError) else FluxChromaError(repr(failure.cause))
-        raise _restore_error(cause.__class__, (
+        raise restore_error(cause.__class__, (
             f"unit {unit['unit']} of {unit['of']} stopped at batch {failure.ref['batch']} ({len(receipts)} of its "
             f"{len(unit['batches'])} batches committed): {cause.message or type(cause).__name__}"), {})
     return {"unit": unit["unit"], "receipts": receipts}

@@ -8,7 +8,7 @@ from typing import Any
 
 from flux.errors import ExecutionTimeoutError, RetryError
 
-from flux_chroma.errors import ChromaUnavailableError, FluxChromaError, _restore_error
+from flux_chroma.errors import ChromaUnavailableError, FluxChromaError, restore_error
 
 __all__ = ["final_error", "scrub", "unrecordable"]
 
@@ -23,7 +23,7 @@ def final_error(exc: BaseException, attempts: int) -> FluxChromaError:
             "overloaded or frozen; raise timeout= or check the server."
         )
     if isinstance(inner, FluxChromaError):
-        return _restore_error(inner.__class__, f"{inner.message}{suffix}", {}) if suffix else inner
+        return restore_error(inner.__class__, f"{inner.message}{suffix}", {}) if suffix else inner
     text = str(inner) if inner is not None and str(inner) not in ("", "None") else type(inner).__name__
     return FluxChromaError(f"{type(inner).__name__}: {text}{suffix}")
 
@@ -91,4 +91,4 @@ def scrub(ex: Exception, credentials: list[str]) -> Exception:
     if text == ex.message:
         return ex
     kept = {k: v for k, v in ex.__dict__.items() if k not in ("_message", "_inner_exception")}
-    return _restore_error(ex.__class__, text, kept)
+    return restore_error(ex.__class__, text, kept)
