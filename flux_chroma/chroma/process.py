@@ -45,7 +45,7 @@ def terminate(proc: subprocess.Popen[bytes], grace: float, sig: int = signal.SIG
 def listens(pid: int, port: int) -> bool | None:
     """Whether ``pid`` holds a listening TCP socket on ``port``, from ``/proc``.
 
-    None when that cannot be told (no procfs): trust the heartbeat then.
+    None when that cannot be told (no procfs, unreadable tables): trust the heartbeat then.
     """
     try:
         fds = os.listdir(f"/proc/{pid}/fd")
@@ -73,8 +73,7 @@ def listens(pid: int, port: int) -> bool | None:
             listening = len(fields) > 9 and fields[3] == "0A" and fields[1].endswith(suffix)
             if listening and fields[9] in inodes:
                 return True
-    # Unreadable tables of a live procfs: the process is exiting (its namespaces are gone).
-    return False if readable or Path("/proc/self/net/tcp").exists() else None
+    return False if readable else None
 
 
 def connect_url(host: str, port: int) -> str:

@@ -316,18 +316,20 @@ class ChromaServer:
                 code = proc.poll()
                 if code is not None:
                     return code
-                with contextlib.suppress(httpx.HTTPError):
-                    # The heartbeat must come from our child, not from another server that
-                    # holds the port while our child is still about to fail binding it.
-                    ok = http.get(heartbeat).status_code == 200
-                    if ok and listens(proc.pid, self._port) is not False:
-                        return proc.poll()
+                # Before the request, not after: a request made in time can be answered late
+                # (the child's socket accepts the connection before its app answers).
                 if time.monotonic() >= deadline:
                     raise ServerStartError(
                         f"Chroma server for {self._path} did not answer {heartbeat} within "
                         f"{self._startup_timeout:g} s, so it was stopped. Raise startup_timeout "
                         f"if the machine is slow. {self._log_hint()}"
                     )
+                with contextlib.suppress(httpx.HTTPError):
+                    # The heartbeat must come from our child, not from another server that
+                    # holds the port while our child is still about to fail binding it.
+                    ok = http.get(heartbeat).status_code == 200
+                    if ok and listens(proc.pid, self._port) is not False:
+                        return proc.poll()
                 time.sleep(_POLL_INTERVAL)
 
     def _log_hint(self, offset: int = 0) -> str:
