@@ -62,8 +62,9 @@ ensure_venv() {
         touch "$stamp"
     fi
     # The project itself is installed editable, so no installer compiles it: do it here (only
-    # what changed since the last run; __pycache__ is git-ignored).
-    "$VENV/bin/python" -m compileall -q "$ROOT/flux_chroma" >/dev/null
+    # what changed since the last run; __pycache__ is git-ignored). tests/ and bench/ too: the
+    # suite and the benchmarks start many processes that import them.
+    "$VENV/bin/python" -m compileall -q "$ROOT/flux_chroma" "$ROOT/tests" "$ROOT/bench" >/dev/null
 }
 
 install_shared_model() {

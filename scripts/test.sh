@@ -5,7 +5,6 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ROOT"
-"$VENV/bin/python" -m compileall -q tests bench >/dev/null  # as env.sh does for flux_chroma
 if [ "$#" -gt 0 ]; then
     exec "$VENV/bin/python" -m pytest "$@"
 fi
