@@ -49,7 +49,7 @@ ensure_venv() {
         # trusts the system's certificates, as pip does.
         # Both byte-compile what they install (pip's default; uv needs --compile-bytecode): in a
         # shell with PYTHONDONTWRITEBYTECODE=1, Python never writes a .pyc, so without them every
-        # process compiles each module it imports again (`import chromadb` 2.0-2.3 s against
+        # process compiles each module it imports again (`import chromadb` 2.0-3.1 s against
         # 0.9-1.3 s, measured here), and the test suite starts hundreds of processes.
         local uv="$VENV/uv-tool/bin/uv"
         if ! { "$VENV/bin/python" -m pip install --disable-pip-version-check -q --target "$VENV/uv-tool" "uv>=0.13,<0.14" \
