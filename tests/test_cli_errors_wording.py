@@ -40,7 +40,18 @@ def test_a_folder_matching_no_glob_is_an_error_naming_the_globs(url: str, tenant
 def test_an_empty_folder_is_an_error_too(url: str, tenant: str, tmp_path: Path) -> None:
     done = cli("ingest", str(tmp_path), "-c", "notes", "--url", url, "--tenant", tenant)
     assert done.returncode == ExitCode.USAGE
-    assert "holds no files to ingest" in done.stderr
+    assert "holds no files to ingest" in done.stderr and "symlinked" not in done.stderr
+
+    empty, target = tmp_path / "pkg-doc", tmp_path / "html"
+    empty.mkdir()
+    target.mkdir()
+    (target / "index.html").write_text("<p>The API pages.</p>", encoding="utf-8")
+    (empty / "reference").symlink_to(target, target_is_directory=True)  # all there is: a link
+    linked = cli("ingest", str(empty), "-c", "notes", "--url", url, "--tenant", tenant)
+    assert linked.returncode == ExitCode.USAGE
+    assert f"its symlinked folders ('{empty / 'reference'}') are not entered" in linked.stderr
+    assert "give a symlinked folder as a PATH of its own" in linked.stderr
+    assert cli("ingest", str(empty / "reference"), "-c", "notes", "--url", url, "--tenant", tenant).returncode == 0
 
 
 def test_a_missing_tenant_names_the_option() -> None:

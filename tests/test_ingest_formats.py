@@ -257,10 +257,14 @@ def test_cli_names_skipped_files_and_exits_5(tmp_path: Path, tenant: str, url: s
     folder = make_corpus(tmp_path / "docs")
     (folder / "guide" / "broken.txt").write_bytes(b"\xff\xfe\x00binary")
     (folder / "guide" / "old.html").write_text("<html><body>superseded page</body></html>", encoding="utf-8")
+    (tmp_path / "reference").mkdir()  # Debian's -doc folders link their API pages this way
+    (tmp_path / "reference" / "api.md").write_text("# API\n\nLinked, not entered.\n", encoding="utf-8")
+    (folder / "guide" / "reference").symlink_to(tmp_path / "reference", target_is_directory=True)
     done = cli("ingest", str(folder), "--collection", "formats", "--tenant", tenant, "--exclude", "**/old.html", "--url", url)
     assert done.returncode == 5, done.stderr
     assert "skipped guide/broken.txt" in done.stderr and "binary" in done.stderr
-    assert "1 file skipped, 1 matched no glob, 1 excluded" in done.stdout
+    assert "not entered guide/reference (docs-" in done.stderr and f"(-> {tmp_path / 'reference'})" in done.stderr
+    assert "1 file skipped, 1 matched no glob, 1 excluded, 1 symlinked folder not entered" in done.stdout
     paths = {meta["path"] for _, meta in records(raw_client, tenant).values()}
     assert "guide/old.html" not in paths and "guide/broken.txt" not in paths and "guide/race.pdf" in paths
     as_json = cli("ingest", str(folder), "--collection", "formats", "--tenant", tenant, "--exclude", "**/old.html", "--url", url, "--json")
@@ -268,6 +272,8 @@ def test_cli_names_skipped_files_and_exits_5(tmp_path: Path, tenant: str, url: s
     report = json.loads(as_json.stdout)
     assert report["skipped_files"] == [{"source": report["sources"][0]["id"], "path": "guide/broken.txt", "reason": report["skipped_files"][0]["reason"]}]
     assert report["skipped_file_count"] == 1 and report["unmatched_files"] == 1 and report["excluded_files"] == 1
+    assert report["symlinked_folders"] == [{"source": report["sources"][0]["id"], "path": "guide/reference", "target": str(tmp_path / "reference")}]
+    assert report["symlinked_folder_count"] == 1 and "guide/reference/api.md" not in paths
     (folder / "guide" / "broken.txt").unlink()
     clean = cli("ingest", str(folder), "--collection", "formats", "--tenant", tenant, "--exclude", "**/old.html", "--url", url)
     assert clean.returncode == 0, clean.stderr

@@ -112,7 +112,13 @@ def _require_matches(folder: Path, globs: Sequence[str] | None, excludes: Sequen
     shown = " ".join(f"--glob '{g}'" for g in globs) if globs else "the default globs"
     files = [f for f in folder.rglob("*") if f.is_file()]
     if not files:
-        raise CliError(f"{folder} holds no files to ingest ({shown} matched nothing).", "", ExitCode.USAGE)
+        links = ", ".join(repr(str(folder / rel)) for rel in census.links[:3])
+        raise CliError(
+            f"{folder} holds no files to ingest ({shown} matched nothing)"
+            + (f"; its symlinked folders ({links}) are not entered." if links else "."),
+            "give a symlinked folder as a PATH of its own to ingest its files." if links else "",
+            ExitCode.USAGE,
+        )
     sample = files[0].relative_to(folder)
     example = f"**/*{sample.suffix}" if sample.suffix else f"**/{sample.name}"
     names = ", ".join(repr(f.relative_to(folder).as_posix()) for f in files[:3])
@@ -330,6 +336,8 @@ def summary_line(report: dict[str, Any], execution_id: str) -> str:
         left_out.append(f"{report['unmatched_files']} matched no glob")
     if report.get("excluded_files"):
         left_out.append(f"{report['excluded_files']} excluded")
+    if report.get("symlinked_folder_count"):
+        left_out.append(f"{plural(int(report['symlinked_folder_count']), 'symlinked folder')} not entered")
     files = f"; {', '.join(left_out)}" if left_out else ""
     return (
         f"ingested {plural(int(report.get('docs', 0)), 'doc')} ({plural(int(report.get('chunks', 0)), 'chunk')}) "
@@ -342,12 +350,18 @@ def summary_line(report: dict[str, Any], execution_id: str) -> str:
 
 
 def skipped_lines(report: dict[str, Any]) -> list[str]:
-    """One line per skipped file named in the report (``path: reason``), and how many more."""
+    """One line per skipped file named in the report (``path: reason``), how many more, and
+    one per symlinked folder not entered."""
     named = list(report.get("skipped_files") or [])
     total = int(report.get("skipped_file_count") or len(named))
     lines = [f"skipped {item['path']} ({item['source']}): {item['reason']}" for item in named]
     if total > len(named):
         lines.append(f"... and {total - len(named)} more skipped files (the report names the first {len(named)})")
+    lines += [
+        f"not entered {item['path']} ({item['source']}): a symlinked folder (-> {item['target']}); to ingest "
+        "its files, give that folder as a PATH of its own"
+        for item in report.get("symlinked_folders") or []
+    ]
     return lines
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import os
 import threading
 import time
 from array import array
@@ -183,12 +184,15 @@ def build_plan(
     Returns:
         ``{"digest", "chunks", "truncated", "chunker", "docs", "batch_size", "sources",
         "batches", "duplicates", "duplicate_count", "skipped_files", "skipped_file_count",
-        "unmatched_files", "excluded_files"}`` (JSON-able). ``truncated`` counts chunks longer
+        "unmatched_files", "excluded_files", "symlinked_folders", "symlinked_folder_count"}``
+        (JSON-able). ``truncated`` counts chunks longer
         than the model reads (``None``: no tokenizer declared). Each ``sources`` entry is
         ``{"id", "kind", "location", "docs", "chunks"}``, plus ``skipped_files``,
         ``unmatched`` and ``excluded`` counts for a ``files`` source. ``skipped_files`` names
         up to :data:`MAX_REPORTED_SKIPS` files (``{"source", "path", "reason"}``). A skipped
         file inside a batch's slice is in that batch's ``exclude`` (its re-read skips it).
+        ``symlinked_folders`` names up to :data:`MAX_REPORTED_SKIPS` symlinked folders, which
+        are not entered (``{"source", "path", "target"}``).
 
     Raises:
         DuplicateIdError: A document id repeats and the policy is ``"error"``.
@@ -206,10 +210,12 @@ def build_plan(
     chunker = chunker_for(job.chunking, job.embedding_function)
     truncated: int | None = 0 if chunker.tokens is not None else None
     files: int | None = 0  # documents to read, when every source is a folder
+    links: list[dict[str, str]] = []  # symlinked folders, not entered
     for s_idx, src in enumerate(job.sources):
         if src["kind"] == "files":
             census = file_census(src)
             stats[s_idx].update(skipped_files=0, unmatched=census.unmatched, excluded=census.excluded)
+            links += ({"source": src["id"], "path": rel, "target": os.path.realpath(os.path.join(src["path"], rel))} for rel in census.links)
             files = None if files is None else files + len(census.matched)
         else:
             files = None
@@ -288,6 +294,8 @@ def build_plan(
         "skipped_file_count": sum(int(s.get("skipped_files", 0)) for s in stats),
         "unmatched_files": sum(int(s.get("unmatched", 0)) for s in stats),
         "excluded_files": sum(int(s.get("excluded", 0)) for s in stats),
+        "symlinked_folders": links[:MAX_REPORTED_SKIPS],
+        "symlinked_folder_count": len(links),
     }
 
 

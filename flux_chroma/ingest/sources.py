@@ -212,11 +212,14 @@ class FileCensus:
         matched: Sorted relative paths matching a ``glob`` and no ``exclude`` (cursors index it).
         unmatched: Files matching no ``glob`` (0 when no pattern has wildcards).
         excluded: Files matching a ``glob`` and an ``exclude`` pattern.
+        links: Relative paths of symlinked folders, which are not entered (a link may lead out
+            of the folder or back into it): ingest one as its own source to take its files.
     """
 
     matched: list[str]
     unmatched: int
     excluded: int
+    links: list[str]
 
 
 def _matcher(patterns: list[str], root: Path) -> Callable[[str], bool]:
@@ -239,7 +242,7 @@ def _depth(patterns: list[str]) -> int | None:
 
 
 def file_census(src: Mapping[str, Any]) -> FileCensus:
-    """List a ``files`` source: one walk, symlinked folders not entered, unlistable ones matched.
+    """List a ``files`` source: one walk, symlinked folders not entered (but named), unlistable ones matched.
 
     Raises:
         SourceChangedError: The folder does not exist.
@@ -251,6 +254,7 @@ def file_census(src: Mapping[str, Any]) -> FileCensus:
     depth = _depth(list(src["glob"]))
     unreadable: list[str] = []
     matched: list[str] = []
+    links: list[str] = []
     unmatched = excluded = 0
 
     def failed(exc: OSError) -> None:
@@ -262,6 +266,7 @@ def file_census(src: Mapping[str, Any]) -> FileCensus:
         prefix = "" if base == "." else f"{base}/"
         if depth is not None and prefix.count("/") >= depth:
             dirs.clear()
+        links += (prefix + name for name in dirs if os.path.islink(os.path.join(folder, name)))
         for name in files:
             rel = prefix + name
             if not include(rel):
@@ -273,7 +278,7 @@ def file_census(src: Mapping[str, Any]) -> FileCensus:
     matched.extend(rel for rel in unreadable if not exclude(rel))
     if not any(char in p for p in src["glob"] for char in "*?["):
         unmatched = 0  # named files (one file on the command line): their neighbours were never candidates
-    return FileCensus(sorted(matched), unmatched, excluded)
+    return FileCensus(sorted(matched), unmatched, excluded, sorted(links))
 
 
 def file_metadata(rel: str, converted: Converted) -> dict[str, Any]:

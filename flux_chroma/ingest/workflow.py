@@ -27,7 +27,7 @@ from flux_chroma.telemetry import span
 __all__ = ["ingest_steps", "ingest_job", "ingest_unit", "ingest_tenants", "build_report", "bounded_gather"]
 
 _SUMS = ("added", "updated", "skipped", "embedded", "cache_hits", "verified")
-_COUNTS = ("skipped_file_count", "unmatched_files", "excluded_files")
+_COUNTS = ("skipped_file_count", "unmatched_files", "excluded_files", "symlinked_folder_count")
 _TIMED = ("batch", "chunks", "added", "skipped", "seconds", "embed_seconds", "execution_id", "pid")
 
 
@@ -36,7 +36,7 @@ def build_report(job: IngestJob, plan: dict[str, Any], receipts: list[dict[str, 
 
     Returns:
         The plan's ``digest``, ``sources``, ``docs``, ``chunks``, ``truncated``, ``chunker``,
-        duplicate and skipped-file fields; ``tenant``, ``collection`` (written),
+        duplicate, skipped-file and symlinked-folder fields; ``tenant``, ``collection`` (written),
         ``requested_collection``, ``physical_name``, ``batches``; the receipts' sums
         (``added``, ``updated``, ``skipped``, ``embedded``, ``cache_hits``, ``embed_seconds``,
         ``verified``), ``deleted``, ``failed`` (chunks not written), ``cleanup``, and
@@ -62,6 +62,7 @@ def build_report(job: IngestJob, plan: dict[str, Any], receipts: list[dict[str, 
         "duplicates": plan["duplicates"],
         "duplicate_count": plan["duplicate_count"],
         "skipped_files": plan.get("skipped_files", []),
+        "symlinked_folders": plan.get("symlinked_folders", []),
         **{key: plan.get(key, 0) for key in _COUNTS},
         "batch_timings": [
             {**{k: r[k] for k in _TIMED}, "worker": r.get("worker")} for r in receipts
