@@ -215,7 +215,7 @@ def _html(data: bytes) -> tuple[str, str | None]:
         if not tag.decomposed:
             tag.decompose()
     main = soup.find("main") or soup.find(None, {"role": "main"}) or soup.find("body") or soup
-    text = MarkdownConverter(heading_style="ATX", strip=["a", "img"], bullets="-").convert_soup(main)
+    text = MarkdownConverter(heading_style="ATX", strip=["a", "img"], bullets="-", escape_underscores=False).convert_soup(main)
     text = re.sub(r"\n{3,}", "\n\n", re.sub(r"[ \t]+\n", "\n", text)).strip()
     text = re.sub(r"\A(?:-{3,}\s*)+", "", text)  # a rule left where the navigation was
     return text, title or None
