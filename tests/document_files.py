@@ -21,7 +21,9 @@ def _pdf_text(text: str) -> str:
     return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
 
 
-def make_pdf(path: Path, pages: list[list[str]], *, title: str | None = None, text_layer: bool = True, locked: bool = False) -> Path:
+def make_pdf(
+    path: Path, pages: list[list[str]], *, title: str | None = None, text_layer: bool = True, locked: bool = False, word_spacing: int = 0
+) -> Path:
     """Write a PDF with one page per entry of ``pages`` (each a list of lines).
 
     Args:
@@ -30,6 +32,7 @@ def make_pdf(path: Path, pages: list[list[str]], *, title: str | None = None, te
         title: The document information dictionary's ``/Title``.
         text_layer: False draws rectangles instead of text (a scan-like page without text).
         locked: Adds a standard security handler whose user password is unknown.
+        word_spacing: Points added to each space (``Tw``), as justified (set) prose has.
 
     Returns:
         ``path``.
@@ -38,7 +41,7 @@ def make_pdf(path: Path, pages: list[list[str]], *, title: str | None = None, te
     kids = []
     for page_lines in pages:
         if text_layer:
-            ops = ["BT", "/F1 12 Tf", "14 TL", "72 720 Td"]
+            ops = ["BT", "/F1 12 Tf", "14 TL", f"{word_spacing} Tw", "72 720 Td"]
             ops += [f"({_pdf_text(line)}) Tj T*" for line in page_lines]
             ops.append("ET")
         else:

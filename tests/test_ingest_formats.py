@@ -107,7 +107,7 @@ def test_every_format_is_ingested_as_text_with_its_metadata(tmp_path: Path, tena
     assert "fc_dirs" not in files["README"][0][1] and files["README"][0][1]["fc_dir"] == ""
     assert files["guide/setup/offline.md"][0][1]["fc_dirs"] == ["guide", "guide/setup"]
     pdf = sorted(files["guide/race.pdf"], key=lambda c: c[1]["fc_start"])
-    assert pdf[0][1]["fc_title"] == "Race Notes" and pdf[0][1]["fc_conv"].startswith("markitdown ")
+    assert pdf[0][1]["fc_title"] == "Race Notes" and pdf[0][1]["fc_conv"].startswith("pdfminer.six ")
     assert "tortoise" in " ".join(d for d, _ in pdf) and "hare" in " ".join(d for d, _ in pdf)
     assert files["handbook.docx"][0][1]["fc_title"] == "Staff Handbook"
     assert "twenty days of leave" in " ".join(d for d, _ in files["handbook.docx"])
@@ -123,6 +123,12 @@ def test_pdf_pages_and_slides_give_page_offsets(tmp_path: Path) -> None:
     pdf = read_file(str(make_pdf(tmp_path / "p.pdf", [["first page words"], ["second page words"], ["third page words"]])), "p.pdf")
     assert isinstance(pdf, Converted) and len(pdf.page_starts) == 3 and "\f" not in pdf.text
     assert [pdf.text[i:].split("\n")[0] for i in pdf.page_starts] == ["first page words", "second page words", "third page words"]
+    # Justified prose: 5 points more per space made markitdown 0.1.9 lay each line out as a
+    # Markdown table of word groups, and drop the page breaks (so every chunk was on page 1).
+    lines = ["The pump must be primed before the motor starts or", "the seals run dry and fail within minutes."]
+    justified = read_file(str(make_pdf(tmp_path / "j.pdf", [lines, lines], word_spacing=5)), "j.pdf")
+    assert isinstance(justified, Converted) and "|" not in justified.text and len(justified.page_starts) == 2
+    assert " ".join(justified.text.split()).count(" ".join(lines)) == 2
     deck = read_file(str(make_pptx(tmp_path / "d.pptx", "D", [("One", "alpha"), ("Two", "beta")])), "d.pptx")
     assert isinstance(deck, Converted) and [deck.text[i:].split("\n")[0] for i in deck.page_starts] == ["# One", "# Two"]
 

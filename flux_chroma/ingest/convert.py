@@ -2,9 +2,10 @@
 
 Text and Markdown are read as they are; ``.gz`` files are decompressed (up to
 :data:`MAX_EXPANDED_MB`) and converted by their inner name; HTML becomes its main text as
-Markdown (BeautifulSoup + markdownify); PDF, DOCX and PPTX go through ``markitdown`` (the
-``flux-chroma[documents]`` extra). A file that cannot be read or converted never stops a job:
-:func:`read_file` returns a :class:`Skipped` with a reason a person can act on. All offline.
+Markdown (BeautifulSoup + markdownify); PDF becomes its text by pdfminer.six, DOCX and PPTX
+go through ``markitdown`` (both in the ``flux-chroma[documents]`` extra). A file that cannot
+be read or converted never stops a job: :func:`read_file` returns a :class:`Skipped` with a
+reason a person can act on. All offline.
 """
 
 from __future__ import annotations
@@ -269,17 +270,32 @@ def _markitdown() -> Any:
     return MarkItDown(enable_plugins=False)
 
 
+def _document_text(data: bytes, fmt: str) -> tuple[str, str | None]:
+    """The text (and title, if the converter finds one) of a PDF, DOCX or PPTX file.
+
+    A PDF's text is pdfminer's, pages separated by form feeds: not markitdown's PDF converter,
+    which since 0.1.4 lays out a page as a Markdown table when its words sit in columns, as
+    justified prose does (61% of libtasn1's 127,000-character manual became one- or two-word
+    cells), and then joins the pages without their separators.
+    """
+    from markitdown import StreamInfo
+
+    if fmt == "pdf":
+        from pdfminer.high_level import extract_text
+
+        return extract_text(io.BytesIO(data)), None
+    result = _markitdown().convert_stream(io.BytesIO(data), stream_info=StreamInfo(extension=f".{fmt}"))
+    return str(result.markdown or ""), result.title
+
+
 def _document(data: bytes, fmt: str) -> tuple[str, str | None, tuple[int, ...]]:
     if not documents_available():
         raise _Skip(f"a {fmt.upper()} file: converting it needs the documents extra ({INSTALL_HINT})")
-    from markitdown import StreamInfo
-
     own_title = _pdf_title(data) if fmt == "pdf" else _office_title(data, fmt.upper())
     try:
-        result = _markitdown().convert_stream(io.BytesIO(data), stream_info=StreamInfo(extension=f".{fmt}"))
-    except Exception as exc:  # noqa: BLE001 - markitdown and its parsers raise many types; each is a skip
+        text, title = _document_text(data, fmt)
+    except Exception as exc:  # noqa: BLE001 - the converters and their parsers raise many types; each is a skip
         raise _Skip(f"{fmt.upper()} conversion failed ({type(exc).__name__}: {str(exc).strip()[:200]})") from None
-    text = str(result.markdown or "")
     pages: tuple[int, ...] = ()
     if fmt == "pdf":
         if "\f" in text:  # pdfminer separates pages with form feeds: keep offsets, drop the character
@@ -294,7 +310,7 @@ def _document(data: bytes, fmt: str) -> tuple[str, str | None, tuple[int, ...]]:
             starts.append(len(text))
             text += part.strip("\n") + "\n\n"
         pages = tuple(starts) if len(parts) > 1 else ()
-    return text, result.title or own_title, pages
+    return text, title or own_title, pages
 
 
 def _convert(data: bytes, fmt: str, encoding: str) -> Converted:
@@ -306,7 +322,8 @@ def _convert(data: bytes, fmt: str, encoding: str) -> Converted:
         text, title = _html(data)
         return Converted(_check_prose(text), fmt, f"bs4 {_version('beautifulsoup4')}/markdownify {_version('markdownify')}", title)
     text, title, pages = _document(data, fmt)
-    return Converted(_check_prose(text), fmt, f"markitdown {_version('markitdown')}", title, pages)
+    converter = f"pdfminer.six {_version('pdfminer.six')}" if fmt == "pdf" else f"markitdown {_version('markitdown')}"
+    return Converted(_check_prose(text), fmt, converter, title, pages)
 
 
 _RECENT: dict[tuple[Any, ...], Converted] = {}
