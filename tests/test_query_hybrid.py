@@ -87,6 +87,23 @@ def test_hybrid_is_the_default_and_keeps_dense_distances(notes: str) -> None:
     assert all(h["distance"] == pytest.approx(dense_all[h["id"]]) for h in default)
 
 
+def test_a_smaller_k_returns_the_first_hits_of_a_larger_one(tenant: str) -> None:
+    """Found on Debian's libffi docs: "what does libffi do with structures" put the Structures
+    page first with k=8 and left it out with k=5. A probe was rare when fewer records than the
+    query's candidates (3k, at least k + 10) held it: "gaskets" below, in 21 records, was ranked
+    for k=10 and ignored for k=3. Hybrid candidates are now at least 30 for any k."""
+    guide = "The descriptor of a seal lists its size, alignment, type and elements; widgetlib then passes gaskets by value."
+    docs = [{"id": "guide", "text": guide}]  # 10th nearest vector, first record holding "gaskets"
+    docs += [{"id": f"short{i}", "text": f"Widgetlib {part}. See the project page."} for i, part in enumerate(("history", "authors", "platforms", "credits"))]
+    docs += [{"id": f"log{i}", "text": f"Release 1.{i}: the installer, printing and charts changed; gaskets item {i} closed; the manual was rewritten."} for i in range(20)]
+    topics = "history authors credits platforms releases support licence mirrors mailing-list bug-tracker downloads news"
+    docs += [{"id": f"pad{i}", "text": f"Widgetlib {w}. See the widgetlib project page for details."} for i, w in enumerate(topics.split())]
+    _ingest(tenant, "widgets", docs)
+    question = "what does widgetlib do with gaskets"
+    small, large = ([h["id"] for h in _ask(tenant, "widgets", question, k=k)] for k in (3, 10))
+    assert small == large[:3] and small[0] == "guide", (small, large)
+
+
 def test_distinct_results_fold_identical_texts_and_still_return_k(tenant: str) -> None:
     copies = [{"id": f"licence-{name}", "text": MIT, "metadata": {"path": f"{name}/copyright"}} for name in ("git", "git-man", "dbus")]
     others = [{"id": f"o{i}", "text": t} for i, t in enumerate(NEAR_MISSES[:4])]

@@ -45,6 +45,7 @@ MAX_MATCHES = 1000  # ids per full-text request; beyond it the specific probes a
 WORD_FILL = 4  # measured: filling every probe with words finds more natural-question answers
 WORD_WEIGHT = 1.0
 COMMON_FACTOR = 0.25  # weight share of a probe whose list came back full (a common term)
+MIN_CANDIDATES = 30  # per list, whatever k: with fewer, a small k made rare terms "common"
 NATURAL_DENSE_WEIGHT = 2.0  # dense weight when nothing holds the question word for word
 MAX_PHRASE = 300  # longest question (characters) still probed as a whole phrase
 

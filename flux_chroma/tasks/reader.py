@@ -212,8 +212,10 @@ def query_collection(
             ThreadPoolExecutor(max_workers=2, thread_name_prefix="fc-rank") as rank_pool,
         ):
             n = min(_MAX_FETCH, max(3 * k, k + 10) if distinct else k)  # distinct: more candidates
-            # The full-text requests need no vector: they run while the questions are embedded.
             early = mode == "hybrid"
+            if early:  # a probe is rare when fewer than n records hold it: judged the same for any k
+                n = max(n, hybrid.MIN_CANDIDATES)
+            # The full-text requests need no vector: they run while the questions are embedded.
             found = [hybrid.probes(q, limit=hybrid.MAX_PROBES) for q in questions] if early else []
             sent = [text_pool.submit(search.matches, probed) for probed in found]
             embedded = embedder.embed(questions)
