@@ -271,7 +271,7 @@ def test_cli_names_skipped_files_and_exits_5(tmp_path: Path, tenant: str, url: s
     assert done.returncode == 5, done.stderr
     assert "skipped guide/broken.txt" in done.stderr and "binary" in done.stderr
     assert "not entered guide/reference (docs-" in done.stderr and f"(-> {tmp_path / 'reference'})" in done.stderr
-    assert "1 file skipped, 1 matched no glob, 1 excluded, 1 symlinked folder not entered" in done.stdout
+    assert "1 file skipped, 1 matched no glob (e.g. image.png), 1 excluded, 1 symlinked folder not entered" in done.stdout
     paths = {meta["path"] for _, meta in records(raw_client, tenant).values()}
     assert "guide/old.html" not in paths and "guide/broken.txt" not in paths and "guide/race.pdf" in paths
     as_json = cli("ingest", str(folder), "--collection", "formats", "--tenant", tenant, "--exclude", "**/old.html", "--url", url, "--json")
@@ -281,6 +281,7 @@ def test_cli_names_skipped_files_and_exits_5(tmp_path: Path, tenant: str, url: s
     assert report["skipped_file_count"] == 1 and report["unmatched_files"] == 1 and report["excluded_files"] == 1
     assert report["symlinked_folders"] == [{"source": report["sources"][0]["id"], "path": "guide/reference", "target": str(tmp_path / "reference")}]
     assert report["symlinked_folder_count"] == 1 and "guide/reference/api.md" not in paths
+    assert report["unmatched_sample"] == ["image.png"]
     (folder / "guide" / "broken.txt").unlink()
     clean = cli("ingest", str(folder), "--collection", "formats", "--tenant", tenant, "--exclude", "**/old.html", "--url", url)
     assert clean.returncode == 0, clean.stderr

@@ -333,7 +333,8 @@ def summary_line(report: dict[str, Any], execution_id: str) -> str:
     if report.get("skipped_file_count"):
         left_out.append(f"{plural(int(report['skipped_file_count']), 'file')} skipped")
     if report.get("unmatched_files"):
-        left_out.append(f"{report['unmatched_files']} matched no glob")
+        sample = ", ".join(report.get("unmatched_sample") or [])
+        left_out.append(f"{report['unmatched_files']} matched no glob" + (f" (e.g. {sample})" if sample else ""))
     if report.get("excluded_files"):
         left_out.append(f"{report['excluded_files']} excluded")
     if report.get("symlinked_folder_count"):

@@ -184,8 +184,9 @@ def build_plan(
     Returns:
         ``{"digest", "chunks", "truncated", "chunker", "docs", "batch_size", "sources",
         "batches", "duplicates", "duplicate_count", "skipped_files", "skipped_file_count",
-        "unmatched_files", "excluded_files", "symlinked_folders", "symlinked_folder_count"}``
-        (JSON-able). ``truncated`` counts chunks longer
+        "unmatched_files", "unmatched_sample", "excluded_files", "symlinked_folders",
+        "symlinked_folder_count"}`` (JSON-able); ``unmatched_sample`` names the first 3
+        unmatched files. ``truncated`` counts chunks longer
         than the model reads (``None``: no tokenizer declared). Each ``sources`` entry is
         ``{"id", "kind", "location", "docs", "chunks"}``, plus ``skipped_files``,
         ``unmatched`` and ``excluded`` counts for a ``files`` source. ``skipped_files`` names
@@ -211,11 +212,13 @@ def build_plan(
     truncated: int | None = 0 if chunker.tokens is not None else None
     files: int | None = 0  # documents to read, when every source is a folder
     links: list[dict[str, str]] = []  # symlinked folders, not entered
+    unmatched: list[str] = []  # a few files no glob took, for the summary
     for s_idx, src in enumerate(job.sources):
         if src["kind"] == "files":
             census = file_census(src)
             stats[s_idx].update(skipped_files=0, unmatched=census.unmatched, excluded=census.excluded)
             links += ({"source": src["id"], "path": rel, "target": os.path.realpath(os.path.join(src["path"], rel))} for rel in census.links)
+            unmatched += census.unmatched_sample
             files = None if files is None else files + len(census.matched)
         else:
             files = None
@@ -293,6 +296,7 @@ def build_plan(
         "skipped_files": named,
         "skipped_file_count": sum(int(s.get("skipped_files", 0)) for s in stats),
         "unmatched_files": sum(int(s.get("unmatched", 0)) for s in stats),
+        "unmatched_sample": unmatched[:3],
         "excluded_files": sum(int(s.get("excluded", 0)) for s in stats),
         "symlinked_folders": links[:MAX_REPORTED_SKIPS],
         "symlinked_folder_count": len(links),

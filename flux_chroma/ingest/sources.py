@@ -211,6 +211,7 @@ class FileCensus:
     Args:
         matched: Sorted relative paths matching a ``glob`` and no ``exclude`` (cursors index it).
         unmatched: Files matching no ``glob`` (0 when no pattern has wildcards).
+        unmatched_sample: The first 3 of them, folders and files in name order.
         excluded: Files matching a ``glob`` and an ``exclude`` pattern.
         links: Relative paths of symlinked folders, which are not entered (a link may lead out
             of the folder or back into it): ingest one as its own source to take its files.
@@ -220,6 +221,7 @@ class FileCensus:
     unmatched: int
     excluded: int
     links: list[str]
+    unmatched_sample: list[str]
 
 
 def _matcher(patterns: list[str], root: Path) -> Callable[[str], bool]:
@@ -255,6 +257,7 @@ def file_census(src: Mapping[str, Any]) -> FileCensus:
     unreadable: list[str] = []
     matched: list[str] = []
     links: list[str] = []
+    sample: list[str] = []
     unmatched = excluded = 0
 
     def failed(exc: OSError) -> None:
@@ -267,18 +270,21 @@ def file_census(src: Mapping[str, Any]) -> FileCensus:
         if depth is not None and prefix.count("/") >= depth:
             dirs.clear()
         links += (prefix + name for name in dirs if os.path.islink(os.path.join(folder, name)))
-        for name in files:
+        dirs.sort()
+        for name in sorted(files):
             rel = prefix + name
             if not include(rel):
                 unmatched += 1
+                if len(sample) < 3:
+                    sample.append(rel)
             elif exclude(rel):
                 excluded += 1
             else:
                 matched.append(rel)
     matched.extend(rel for rel in unreadable if not exclude(rel))
     if not any(char in p for p in src["glob"] for char in "*?["):
-        unmatched = 0  # named files (one file on the command line): their neighbours were never candidates
-    return FileCensus(sorted(matched), unmatched, excluded, sorted(links))
+        unmatched, sample = 0, []  # named files (one file on the command line): their neighbours were never candidates
+    return FileCensus(sorted(matched), unmatched, excluded, sorted(links), sample)
 
 
 def file_metadata(rel: str, converted: Converted) -> dict[str, Any]:

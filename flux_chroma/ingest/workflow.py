@@ -63,6 +63,7 @@ def build_report(job: IngestJob, plan: dict[str, Any], receipts: list[dict[str, 
         "duplicate_count": plan["duplicate_count"],
         "skipped_files": plan.get("skipped_files", []),
         "symlinked_folders": plan.get("symlinked_folders", []),
+        "unmatched_sample": plan.get("unmatched_sample", []),
         **{key: plan.get(key, 0) for key in _COUNTS},
         "batch_timings": [
             {**{k: r[k] for k in _TIMED}, "worker": r.get("worker")} for r in receipts
