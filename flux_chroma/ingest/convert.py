@@ -278,12 +278,12 @@ def _document_text(data: bytes, fmt: str) -> tuple[str, str | None]:
     justified prose does (61% of libtasn1's 127,000-character manual became one- or two-word
     cells), and then joins the pages without their separators.
     """
-    from markitdown import StreamInfo
-
     if fmt == "pdf":
         from pdfminer.high_level import extract_text
 
         return extract_text(io.BytesIO(data)), None
+    from markitdown import StreamInfo
+
     result = _markitdown().convert_stream(io.BytesIO(data), stream_info=StreamInfo(extension=f".{fmt}"))
     return str(result.markdown or ""), result.title
 

@@ -211,10 +211,10 @@ class FileCensus:
     Args:
         matched: Sorted relative paths matching a ``glob`` and no ``exclude`` (cursors index it).
         unmatched: Files matching no ``glob`` (0 when no pattern has wildcards).
-        unmatched_sample: The first 3 of them, folders and files in name order.
         excluded: Files matching a ``glob`` and an ``exclude`` pattern.
         links: Relative paths of symlinked folders, which are not entered (a link may lead out
             of the folder or back into it): ingest one as its own source to take its files.
+        unmatched_sample: The first 3 unmatched files, folders and files in name order.
     """
 
     matched: list[str]
