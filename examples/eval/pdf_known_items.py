@@ -21,14 +21,10 @@ from pathlib import Path
 
 import pypdfium2
 from bs4 import BeautifulSoup
-from make_known_items import candidates, known_items
+from make_known_items import _normal, candidates, known_items
 
 PDFS = ("/usr/share/doc/libtasn1-doc/libtasn1.pdf", "/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf")
 HTML = "/usr/share/gtk-doc/html/libtasn1"
-
-
-def _normal(text: str) -> str:
-    return " ".join(text.split())
 
 
 def main(out: Path) -> None:

@@ -270,8 +270,8 @@ def _markitdown() -> Any:
     return MarkItDown(enable_plugins=False)
 
 
-def _document_text(data: bytes, fmt: str) -> tuple[str, str | None]:
-    """The text (and title, if the converter finds one) of a PDF, DOCX or PPTX file.
+def _document_text(data: bytes, fmt: str) -> tuple[str, str | None, str]:
+    """The text, title (if the converter finds one) and converter of a PDF, DOCX or PPTX file.
 
     A PDF's text is pdfminer's, pages separated by form feeds: not markitdown's PDF converter,
     which since 0.1.4 lays out a page as a Markdown table when its words sit in columns, as
@@ -281,19 +281,19 @@ def _document_text(data: bytes, fmt: str) -> tuple[str, str | None]:
     if fmt == "pdf":
         from pdfminer.high_level import extract_text
 
-        return extract_text(io.BytesIO(data)), None
+        return extract_text(io.BytesIO(data)), None, f"pdfminer.six {_version('pdfminer.six')}"
     from markitdown import StreamInfo
 
     result = _markitdown().convert_stream(io.BytesIO(data), stream_info=StreamInfo(extension=f".{fmt}"))
-    return str(result.markdown or ""), result.title
+    return str(result.markdown or ""), result.title, f"markitdown {_version('markitdown')}"
 
 
-def _document(data: bytes, fmt: str) -> tuple[str, str | None, tuple[int, ...]]:
+def _document(data: bytes, fmt: str) -> tuple[str, str | None, tuple[int, ...], str]:
     if not documents_available():
         raise _Skip(f"a {fmt.upper()} file: converting it needs the documents extra ({INSTALL_HINT})")
     own_title = _pdf_title(data) if fmt == "pdf" else _office_title(data, fmt.upper())
     try:
-        text, title = _document_text(data, fmt)
+        text, title, converter = _document_text(data, fmt)
     except Exception as exc:  # noqa: BLE001 - the converters and their parsers raise many types; each is a skip
         raise _Skip(f"{fmt.upper()} conversion failed ({type(exc).__name__}: {str(exc).strip()[:200]})") from None
     pages: tuple[int, ...] = ()
@@ -310,7 +310,7 @@ def _document(data: bytes, fmt: str) -> tuple[str, str | None, tuple[int, ...]]:
             starts.append(len(text))
             text += part.strip("\n") + "\n\n"
         pages = tuple(starts) if len(parts) > 1 else ()
-    return text, title or own_title, pages
+    return text, title or own_title, pages, converter
 
 
 def _convert(data: bytes, fmt: str, encoding: str) -> Converted:
@@ -321,8 +321,7 @@ def _convert(data: bytes, fmt: str, encoding: str) -> Converted:
             raise _Skip("binary (NUL bytes in an HTML file)")
         text, title = _html(data)
         return Converted(_check_prose(text), fmt, f"bs4 {_version('beautifulsoup4')}/markdownify {_version('markdownify')}", title)
-    text, title, pages = _document(data, fmt)
-    converter = f"pdfminer.six {_version('pdfminer.six')}" if fmt == "pdf" else f"markitdown {_version('markitdown')}"
+    text, title, pages, converter = _document(data, fmt)
     return Converted(_check_prose(text), fmt, converter, title, pages)
 
 

@@ -22,6 +22,7 @@ from typing import Any
 from flux_chroma.errors import DuplicateIdError, SourceChangedError
 from flux_chroma.ingest.chunking import chunk_id
 from flux_chroma.ingest.sources import (
+    UNMATCHED_SAMPLE,
     SkippedUnit,
     Unit,
     file_census,
@@ -185,8 +186,8 @@ def build_plan(
         ``{"digest", "chunks", "truncated", "chunker", "docs", "batch_size", "sources",
         "batches", "duplicates", "duplicate_count", "skipped_files", "skipped_file_count",
         "unmatched_files", "unmatched_sample", "excluded_files", "symlinked_folders",
-        "symlinked_folder_count"}`` (JSON-able); ``unmatched_sample`` names the first 3
-        unmatched files. ``truncated`` counts chunks longer
+        "symlinked_folder_count"}`` (JSON-able); ``unmatched_sample`` names the first
+        :data:`~flux_chroma.ingest.sources.UNMATCHED_SAMPLE` unmatched files. ``truncated`` counts chunks longer
         than the model reads (``None``: no tokenizer declared). Each ``sources`` entry is
         ``{"id", "kind", "location", "docs", "chunks"}``, plus ``skipped_files``,
         ``unmatched`` and ``excluded`` counts for a ``files`` source. ``skipped_files`` names
@@ -296,7 +297,7 @@ def build_plan(
         "skipped_files": named,
         "skipped_file_count": sum(int(s.get("skipped_files", 0)) for s in stats),
         "unmatched_files": sum(int(s.get("unmatched", 0)) for s in stats),
-        "unmatched_sample": unmatched[:3],
+        "unmatched_sample": unmatched[:UNMATCHED_SAMPLE],
         "excluded_files": sum(int(s.get("excluded", 0)) for s in stats),
         "symlinked_folders": links[:MAX_REPORTED_SKIPS],
         "symlinked_folder_count": len(links),

@@ -29,7 +29,7 @@ from flux_chroma.ingest.convert import Converted, Skipped, default_globs, read_f
 from flux_chroma.tasks.validation import utf8_problem, validate_metadata
 
 __all__ = [
-    "Unit", "SkippedUnit", "FileCensus", "file_census", "file_metadata", "iter_doc_ids",
+    "Unit", "SkippedUnit", "FileCensus", "UNMATCHED_SAMPLE", "file_census", "file_metadata", "iter_doc_ids",
     "register_loader", "normalize_source", "iter_units", "source_location", "default_source_id",
     "BUILTIN_KINDS", "Loader",
 ]  # fmt: skip
@@ -204,6 +204,10 @@ def normalize_source(raw: Any, position: int) -> dict[str, Any]:
     return src
 
 
+UNMATCHED_SAMPLE = 3
+"""Unmatched files a census names (the CLI's summary shows them)."""
+
+
 @dataclass(frozen=True)
 class FileCensus:
     """What a ``files`` source's patterns select under its folder.
@@ -214,7 +218,8 @@ class FileCensus:
         excluded: Files matching a ``glob`` and an ``exclude`` pattern.
         links: Relative paths of symlinked folders, which are not entered (a link may lead out
             of the folder or back into it): ingest one as its own source to take its files.
-        unmatched_sample: The first 3 unmatched files, folders and files in name order.
+        unmatched_sample: The first :data:`UNMATCHED_SAMPLE` unmatched files, folders and files
+            in name order.
     """
 
     matched: list[str]
@@ -275,7 +280,7 @@ def file_census(src: Mapping[str, Any]) -> FileCensus:
             rel = prefix + name
             if not include(rel):
                 unmatched += 1
-                if len(sample) < 3:
+                if len(sample) < UNMATCHED_SAMPLE:
                     sample.append(rel)
             elif exclude(rel):
                 excluded += 1
