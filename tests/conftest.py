@@ -55,7 +55,6 @@ LONGEST_MODULES = (
     "test_ingest_cluster_restarts",  # 123
     "test_quality_docs",  # 79
     "test_ingest_memory",  # 75
-    "test_readme_docs",  # 71
     "test_docs_cluster",  # 65
     "test_deployment_fleet",  # 45
     "test_watch_cluster",  # 37
