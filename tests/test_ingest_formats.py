@@ -8,6 +8,7 @@ symlink loop, a FIFO, a file rewritten while it is read.
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import json
 import os
@@ -220,6 +221,25 @@ def test_bad_files_are_named_skips_and_the_rest_is_planned(tmp_path: Path) -> No
     assert plan["skipped_file_count"] == len(expected) and plan["sources"][0]["skipped_files"] == len(expected)
     assert plan["docs"] == 1 and plan["chunks"] == 1
     assert time.monotonic() - started < HANG_GUARD
+
+
+def test_a_byte_order_mark_names_the_encoding(tmp_path: Path) -> None:
+    """UTF-16 as Windows tools write it (Notepad's "Unicode", PowerShell's ``>``) is text, not binary."""
+    (tmp_path / "ps.txt").write_bytes("Backups run nightly at two.\r\n".encode("utf-16"))  # BOM, little-endian
+    (tmp_path / "be.md").write_bytes(codecs.BOM_UTF16_BE + "# Restore\n\nAsk the on-call admin.\n".encode("utf-16-be"))
+    (tmp_path / "page.html").write_bytes("<html><head><title>Wide</title></head><body><p>Saved as UTF-16.</p></body></html>".encode("utf-16"))
+    (tmp_path / "sig.txt").write_bytes(codecs.BOM_UTF8 + b"UTF-8 with a signature.")
+    (tmp_path / "zero.txt").write_bytes(b"looks like text\x00then a NUL")  # no mark: still binary
+    job = IngestJob.from_dict(job_for("acme", tmp_path))
+    plan = build_plan(job)
+    assert [(s["path"], s["reason"][:6]) for s in plan["skipped_files"]] == [("zero.txt", "binary")]
+    texts = {chunk.metadata["path"]: (chunk.text, chunk.metadata.get("fc_title")) for _, chunk in iter_chunks(job)}
+    assert texts == {
+        "ps.txt": ("Backups run nightly at two.", None),
+        "be.md": ("# Restore\n\nAsk the on-call admin.", None),
+        "page.html": ("Saved as UTF-16.", "Wide"),
+        "sig.txt": ("UTF-8 with a signature.", None),
+    }
 
 
 def test_a_file_rewritten_while_it_is_read_is_skipped(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ reason a person can act on. All offline.
 
 from __future__ import annotations
 
+import codecs
 import errno
 import gzip
 import io
@@ -166,7 +167,16 @@ def _gunzip(data: bytes) -> bytes:
     return out.getvalue()
 
 
+_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+
+
+def _bom_encoding(data: bytes) -> str | None:
+    """The encoding a UTF-16/UTF-32 byte-order mark names (Notepad, PowerShell's ``>``), else ``None``."""
+    return next((name for bom, name in _BOMS if data.startswith(bom)), None)
+
+
 def _decode(data: bytes, encoding: str) -> str:
+    encoding = _bom_encoding(data) or encoding  # the file's own mark outweighs the source's default
     nul = data.find(b"\x00", 0, 65536)
     if nul >= 0 and encoding.lower().replace("-", "") in ("utf8", "latin1", "ascii"):
         raise _Skip(f"binary (a NUL byte at byte {nul}); exclude it, or convert it to text")
@@ -317,7 +327,7 @@ def _convert(data: bytes, fmt: str, encoding: str) -> Converted:
     if fmt in ("md", "txt"):
         return Converted(_check_prose(_decode(data, encoding)), fmt)
     if fmt == "html":
-        if b"\x00" in data[:65536]:
+        if b"\x00" in data[:65536] and _bom_encoding(data) is None:  # BeautifulSoup reads the mark
             raise _Skip("binary (NUL bytes in an HTML file)")
         text, title = _html(data)
         return Converted(_check_prose(text), fmt, f"bs4 {_version('beautifulsoup4')}/markdownify {_version('markdownify')}", title)
