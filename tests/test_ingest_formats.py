@@ -187,7 +187,7 @@ def make_bad_files(root: Path) -> dict[str, str]:
     os.symlink("loop-a.md", root / "loop-b.md")
     os.symlink("nowhere.md", root / "dangling.md")
     os.mkfifo(root / "pipe.md")  # opening it for reading would block forever
-    (root / "latin1.txt").write_bytes("caf\xe9 cr\xe8me".encode("latin-1"))
+    (root / "cyrillic.txt").write_bytes("Привет, мир".encode("cp1251"))  # no mark, not Latin script
     (root / "binary.txt").write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)))
     (root / "truncated.md.gz").write_bytes(gzip.compress(b"# cut short\n" * 100)[:40])
     make_pdf(root / "scan.pdf", [["a", "b", "c"]], text_layer=False)
@@ -201,7 +201,7 @@ def make_bad_files(root: Path) -> dict[str, str]:
         "loop-b.md": "symlink loop",
         "dangling.md": "broken symlink",
         "pipe.md": "not a regular file",
-        "latin1.txt": "not valid utf-8",
+        "cyrillic.txt": "not valid utf-8",
         "binary.txt": "binary",
         "truncated.md.gz": "not a valid gzip file",
         "scan.pdf": "without a text layer",
@@ -242,6 +242,22 @@ def test_a_byte_order_mark_names_the_encoding(tmp_path: Path) -> None:
     }
 
 
+def test_a_legacy_latin_file_is_read_as_windows_1252(tmp_path: Path) -> None:
+    """Not UTF-8 but mostly ASCII, as Debian's older changelogs are: read, and said so in fc_conv."""
+    entry = "ed (0.2-20) unstable; urgency=low\n\n  * Thanks to Fran\xe7ois Pinard and J\xfcrgen.\n"
+    (tmp_path / "AUTHORS").write_bytes(entry.encode("latin-1"))
+    (tmp_path / "changelog.gz").write_bytes(gzip.compress(entry.encode("cp1252") + b"  * \x93quoted\x94\n"))
+    (tmp_path / "ok.txt").write_text("Already UTF-8: Jürgen.\n", encoding="utf-8")
+    job = IngestJob.from_dict(job_for("acme", tmp_path))
+    assert build_plan(job)["skipped_files"] == []
+    got = {c.metadata["path"]: (c.text, c.metadata.get("fc_conv")) for _, c in iter_chunks(job)}
+    assert got["AUTHORS"] == (entry.strip(), "cp1252")
+    assert got["changelog.gz"] == (entry + "  * \u201cquoted\u201d", "gzip+cp1252")
+    assert got["ok.txt"] == ("Already UTF-8: Jürgen.", None)
+    explicit = IngestJob.from_dict(job_for("acme", tmp_path, encoding="latin-1"))
+    assert {c.metadata["path"]: c.metadata.get("fc_conv") for _, c in iter_chunks(explicit)}["AUTHORS"] is None
+
+
 def test_a_file_rewritten_while_it_is_read_is_skipped(tmp_path: Path) -> None:
     target = tmp_path / "live.txt"
     target.write_bytes(b"word " * (8 * 1024 * 1024))  # 40 MiB: reading it takes a while
@@ -262,7 +278,7 @@ def test_a_skip_decided_at_plan_time_is_replayed_by_the_batch(tmp_path: Path) ->
     folder.mkdir()
     for name in ("a.md", "c.md"):
         (folder / name).write_text(f"# {name}\n\nText of {name}.\n", encoding="utf-8")
-    (folder / "b.md").write_bytes(b"caf\xe9")  # invalid UTF-8 between the two
+    (folder / "b.md").write_bytes(b"\x7fELF\x00")  # binary, between the two
     job = IngestJob.from_dict(job_for("acme", folder))
     plan = build_plan(job)
     assert [s["path"] for s in plan["skipped_files"]] == ["b.md"]

@@ -11,6 +11,7 @@ reason a person can act on. All offline.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import errno
 import gzip
 import io
@@ -28,13 +29,17 @@ from typing import Any
 
 __all__ = [
     "Converted", "Skipped", "read_file", "format_of", "default_globs", "documents_available",
-    "MAX_FILE_MB", "MAX_EXPANDED_MB", "MAX_RUN", "PLAIN_NAMES", "INSTALL_HINT",
+    "MAX_FILE_MB", "MAX_EXPANDED_MB", "MAX_RUN", "LEGACY_MAX_NON_ASCII", "PLAIN_NAMES", "INSTALL_HINT",
 ]  # fmt: skip
 
 MAX_FILE_MB = 64
 """A file larger than this (on disk) is skipped: ``too large``."""
 MAX_EXPANDED_MB = 64
 """A ``.gz`` file, or a DOCX/PPTX archive, that expands past this is skipped: a decompression bomb."""
+LEGACY_MAX_NON_ASCII = 0.3
+"""With ``utf-8`` (the default), a text that is not valid UTF-8 is read as Windows-1252 (Latin-1's
+superset: old changelogs, Windows notes) when at most this share of its bytes is non-ASCII, as
+in Latin-script text; with more, it is another script (Cyrillic, CJK) and is skipped."""
 MAX_RUN = 20_000
 """A text with a run of more characters than this without whitespace is skipped (encoded or binary data, not prose)."""
 INSTALL_HINT = 'pip install "flux-chroma[documents]"'
@@ -167,6 +172,7 @@ def _gunzip(data: bytes) -> bytes:
     return out.getvalue()
 
 
+_ASCII = bytes(range(128))
 _BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
 
 
@@ -175,18 +181,23 @@ def _bom_encoding(data: bytes) -> str | None:
     return next((name for bom, name in _BOMS if data.startswith(bom)), None)
 
 
-def _decode(data: bytes, encoding: str) -> str:
-    encoding = _bom_encoding(data) or encoding  # the file's own mark outweighs the source's default
+def _decode(data: bytes, encoding: str) -> tuple[str, str]:
+    """``(text, converter)``; the converter is ``"cp1252"`` for a legacy file, else ``""``."""
+    marked = _bom_encoding(data)  # the file's own mark outweighs the source's encoding
+    if marked is not None:
+        with contextlib.suppress(UnicodeDecodeError):
+            return data.decode(marked), ""
     nul = data.find(b"\x00", 0, 65536)
     if nul >= 0 and encoding.lower().replace("-", "") in ("utf8", "latin1", "ascii"):
         raise _Skip(f"binary (a NUL byte at byte {nul}); exclude it, or convert it to text")
     try:
-        text = data.decode(encoding, errors="strict")
+        return data.decode(encoding, errors="strict").removeprefix("\ufeff"), ""
     except UnicodeDecodeError as exc:
+        if codecs.lookup(encoding).name == "utf-8" and len(data.translate(None, _ASCII)) <= LEGACY_MAX_NON_ASCII * len(data):
+            return data.decode("cp1252", errors="replace"), "cp1252"
         raise _Skip(f"not valid {encoding} ({exc.reason} at byte {exc.start}); convert it, or set 'encoding' on the source") from None
     except LookupError:
         raise _Skip(f"unknown encoding {encoding!r}") from None
-    return text.removeprefix("\ufeff")
 
 
 def _check_prose(text: str) -> str:
@@ -325,7 +336,8 @@ def _document(data: bytes, fmt: str) -> tuple[str, str | None, tuple[int, ...], 
 
 def _convert(data: bytes, fmt: str, encoding: str) -> Converted:
     if fmt in ("md", "txt"):
-        return Converted(_check_prose(_decode(data, encoding)), fmt)
+        text, converter = _decode(data, encoding)
+        return Converted(_check_prose(text), fmt, converter)
     if fmt == "html":
         if b"\x00" in data[:65536] and _bom_encoding(data) is None:  # BeautifulSoup reads the mark
             raise _Skip("binary (NUL bytes in an HTML file)")
