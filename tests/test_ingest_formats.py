@@ -258,6 +258,23 @@ def test_a_legacy_latin_file_is_read_as_windows_1252(tmp_path: Path) -> None:
     assert {c.metadata["path"]: c.metadata.get("fc_conv") for _, c in iter_chunks(explicit)}["AUTHORS"] is None
 
 
+def test_markdown_front_matter_gives_the_title_and_is_not_a_chunk(tmp_path: Path) -> None:
+    """Jekyll/Hugo pages (systemd's docs): no chunk of `layout:` lines, and no key line read as a heading."""
+    intro = "Many components take runtime parameters from the environment. " * 30
+    jekyll = f"---\ntitle: Known Environment Variables\ncategory: Interfaces\nlayout: default\n---\n\n{intro}\n"
+    (tmp_path / "ENVIRONMENT.md.gz").write_bytes(gzip.compress(jekyll.encode()))
+    (tmp_path / "hugo.md").write_text('+++\ntitle = "Hugo Page"\ndraft = false\n+++\nBody of the page.\n', encoding="utf-8")
+    (tmp_path / "rule.md").write_text("---\n\nA page that opens with a rule.\n\n---\n\nMore.\n", encoding="utf-8")
+    chunks = [c for _, c in iter_chunks(IngestJob.from_dict(job_for("acme", tmp_path)))]
+    first = {c.metadata["path"]: c for c in reversed(chunks)}
+    assert first["ENVIRONMENT.md.gz"].text.startswith("Many components")
+    assert {c.metadata.get("fc_heading") for c in chunks if c.metadata["path"] == "ENVIRONMENT.md.gz"} == {None}
+    assert first["ENVIRONMENT.md.gz"].metadata["fc_title"] == "Known Environment Variables"
+    assert (first["hugo.md"].text, first["hugo.md"].metadata["fc_title"]) == ("Body of the page.", "Hugo Page")
+    assert first["rule.md"].text.startswith("---\n\nA page") and "fc_title" not in first["rule.md"].metadata
+    assert not any("layout: default" in c.text for c in chunks)
+
+
 def test_a_file_rewritten_while_it_is_read_is_skipped(tmp_path: Path) -> None:
     target = tmp_path / "live.txt"
     target.write_bytes(b"word " * (8 * 1024 * 1024))  # 40 MiB: reading it takes a while

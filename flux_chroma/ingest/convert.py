@@ -59,6 +59,9 @@ _DROP_TAGS = ("script", "style", "noscript", "template", "nav", "aside", "form",
 _NAV_CLASS = re.compile(r"(^|[-_\s])nav|^(header|footer)$", re.IGNORECASE)  # texinfo: nav-panel, header
 _LONG_RUN = re.compile(rf"\S{{{MAX_RUN + 1}}}")
 _MIB = 1024 * 1024
+_FRONT_MATTER = re.compile(r"\A(---|\+\+\+)[ \t]*\r?\n(.{0,8192}?)\r?\n\1[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+_FRONT_KEY = re.compile(r"^[A-Za-z_][\w.-]*[ \t]*[:=]", re.MULTILINE)
+_FRONT_TITLE = re.compile(r"""^title[ \t]*[:=][ \t]*(["']?)(.*?)\1[ \t]*$""", re.MULTILINE)
 _SLIDE = re.compile(r"<!-- Slide number: \d+ -->\n?")
 
 
@@ -200,6 +203,19 @@ def _decode(data: bytes, encoding: str) -> tuple[str, str]:
         raise _Skip(f"unknown encoding {encoding!r}") from None
 
 
+def _front_matter(text: str) -> tuple[str, str | None]:
+    """Markdown without its YAML (``---``) or TOML (``+++``) front matter, and the ``title`` it gives.
+
+    Jekyll, Hugo and MkDocs pages start with one (systemd's docs do); left in, it is a chunk of
+    ``layout: default`` lines, and CommonMark reads its closing ``---`` as a heading underline.
+    """
+    match = _FRONT_MATTER.match(text)
+    if match is None or not _FRONT_KEY.search(match.group(2)):
+        return text, None
+    title = _FRONT_TITLE.search(match.group(2))
+    return text[match.end() :].lstrip("\r\n"), (title.group(2).strip() or None) if title else None
+
+
 def _check_prose(text: str) -> str:
     match = _LONG_RUN.search(text)
     if match is not None:
@@ -337,7 +353,8 @@ def _document(data: bytes, fmt: str) -> tuple[str, str | None, tuple[int, ...], 
 def _convert(data: bytes, fmt: str, encoding: str) -> Converted:
     if fmt in ("md", "txt"):
         text, converter = _decode(data, encoding)
-        return Converted(_check_prose(text), fmt, converter)
+        text, title = _front_matter(text) if fmt == "md" else (text, None)
+        return Converted(_check_prose(text), fmt, converter, title)
     if fmt == "html":
         if b"\x00" in data[:65536] and _bom_encoding(data) is None:  # BeautifulSoup reads the mark
             raise _Skip("binary (NUL bytes in an HTML file)")
