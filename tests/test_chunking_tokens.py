@@ -170,6 +170,9 @@ def test_a_heading_is_not_a_chunk_alone_when_it_fits_beside_the_next() -> None:
         assert all(text[p.start : p.end] == p.text for p in pieces) and chunker.over_limit([p.text for p in pieces]) == 0
         lone = [p.text for p in pieces if p.text == "## Offline host setup"]
         assert lone == ([] if size == 200 else ["## Offline host setup"]), (size, [p.text[:30] for p in pieces])
+    chained = f"# Guide\n\n## Offline host setup\n\n{body}\n"  # two lone headings in a row
+    pieces = Chunker(ChunkingOptions(size=200), tokens).pieces(chained, markdown=True)
+    assert pieces[0].text.startswith("# Guide\n\n## Offline host setup\n\nstep0") and pieces[0].heading == "Guide"
     assert chunker.identity["lone_headings"]  # part of the plan digest
 
 

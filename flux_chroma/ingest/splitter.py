@@ -136,7 +136,6 @@ class Chunker:
         else:
             identity["splitter"] = splitter_version()
             identity["section_run"] = SECTION_RUN
-            identity["lone_headings"] = "joined to the next chunk"
             if tokens is None:
                 identity["unit"] = "chars"
                 identity["fallback"] = f"{FALLBACK_CHARS_PER_TOKEN} chars per token (the model declares no tokenizer)"
@@ -144,6 +143,7 @@ class Chunker:
                 self.overlap *= FALLBACK_CHARS_PER_TOKEN
             else:
                 identity["tokenizer"] = tokens.identity
+                identity["lone_headings"] = "joined to the next chunk"
                 identity["max_tokens"] = tokens.max_tokens
         self.identity = {**identity, "size": self.size, "overlap": self.overlap}
         """What decides the cut (JSON-able): part of the plan digest, so a change re-chunks."""
@@ -194,18 +194,18 @@ class Chunker:
     def _join_lone_headings(self, text: str, offsets: list[int], spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
         """Join a heading the splitter left alone to the chunk after it, when both fit in what the
         model reads: the splitter cuts a section before a first paragraph that does not fit beside
-        its heading, and a chunk of only ``## Options`` answers no question."""
-        heads = set(offsets)
-        lone = [i for i, (s, e) in enumerate(spans[:-1]) if s in heads and "\n" not in text[s:e].strip()]
-        if not lone or self.tokens is None:
+        its heading, and a chunk of only ``## Options`` answers no question. From the end, so a
+        run of lone headings (``# Guide``, ``## Install``) joins the text that follows them."""
+        if self.tokens is None or not offsets:
             return spans
-        counts = self.tokens.counts([text[spans[i][0] : spans[i + 1][1]] for i in lone])
-        joined = {i for i, n in zip(lone, counts, strict=True) if n <= self.tokens.max_tokens}
-        out, i = [], 0
-        while i < len(spans):
-            out.append((spans[i][0], spans[i + 1][1]) if i in joined else spans[i])
-            i += 2 if i in joined else 1
-        return out
+        heads, out = set(offsets), list[tuple[int, int]]()
+        for start, end in reversed(spans):
+            lone = out and start in heads and "\n" not in text[start:end].strip()
+            if lone and self.tokens.counts([text[start : out[-1][1]]])[0] <= self.tokens.max_tokens:
+                out[-1] = (start, out[-1][1])
+            else:
+                out.append((start, end))
+        return out[::-1]
 
     def over_limit(self, texts: list[str]) -> int | None:
         """How many texts the model would truncate (``None`` when it declares no tokenizer)."""
