@@ -153,7 +153,7 @@ def test_a_long_markdown_document_is_cut_in_runs_of_whole_sections() -> None:
     assert chunker.identity["section_run"] == SECTION_RUN  # part of the plan digest
 
 
-def test_a_heading_is_not_a_chunk_alone_when_it_fits_beside_the_next() -> None:
+def test_headings_and_code_fences_are_not_chunks_alone_when_they_fit_beside_a_neighbour() -> None:
     """The splitter cuts before a first paragraph that does not fit beside its heading; the
     heading then joins that chunk when both fit in what the model reads (0 of 942 such
     heading-only chunks left in 40,000 chunks of /usr/share/doc), and stays alone when not."""
@@ -173,7 +173,12 @@ def test_a_heading_is_not_a_chunk_alone_when_it_fits_beside_the_next() -> None:
     chained = f"# Guide\n\n## Offline host setup\n\n{body}\n"  # two lone headings in a row
     pieces = Chunker(ChunkingOptions(size=200), tokens).pieces(chained, markdown=True)
     assert pieces[0].text.startswith("# Guide\n\n## Offline host setup\n\nstep0") and pieces[0].heading == "Guide"
-    assert chunker.identity["lone_headings"]  # part of the plan digest
+    code = "\n".join(f"const value{i} = compute({i}, options);" for i in range(120))
+    fenced = f"## Example\n\nCall it like this:\n\n```js\n{code}\n```\n\nThat is all.\n"
+    pieces = Chunker(ChunkingOptions(size=200), tokens).pieces(fenced, markdown=True)
+    assert len(pieces) > 2 and not [p.text for p in pieces if p.text.strip("`js \n") == ""]  # no fence alone
+    assert "".join(fenced[p.start : p.end] for p in pieces).count("```") == 2
+    assert chunker.identity["stubs"]  # part of the plan digest
 
 
 def test_chunk_metadata_carries_offsets_heading_and_page() -> None:

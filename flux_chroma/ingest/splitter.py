@@ -44,7 +44,12 @@ is cut whole."""
 CUT_CACHE = 4096
 """Documents whose cuts (offsets and headings, never text) a chunker remembers: a job chunks
 each document when it is planned, written and cleaned up, in one process when inline."""
+STUB_WORDS = 4
+"""A chunk with fewer word characters than this, code fences and their language left out
+(```` ```cjs ````, a table rule), joins the one before it."""
 _TITLE = 80
+_WORD = re.compile(r"\w")
+_FENCE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[^\n`]*$", re.MULTILINE)  # a code fence and its language
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 _LOCK = threading.Lock()
 _CHUNKERS: dict[str, Chunker] = {}
@@ -143,7 +148,7 @@ class Chunker:
                 self.overlap *= FALLBACK_CHARS_PER_TOKEN
             else:
                 identity["tokenizer"] = tokens.identity
-                identity["lone_headings"] = "joined to the next chunk"
+                identity["stubs"] = f"lone headings joined forward, chunks of < {STUB_WORDS} word characters back"
                 identity["max_tokens"] = tokens.max_tokens
         self.identity = {**identity, "size": self.size, "overlap": self.overlap}
         """What decides the cut (JSON-able): part of the plan digest, so a change re-chunks."""
@@ -180,7 +185,7 @@ class Chunker:
             spans = split_spans(text, self.size, self.overlap)
         else:
             splitter = self._splitters[0 if markdown else 1]
-            spans = self._join_lone_headings(text, offsets, [
+            spans = self._join_stubs(text, offsets, [
                 (lo + s, lo + s + len(chunk))
                 for lo, hi in section_runs(offsets, len(text))
                 for s, chunk in splitter.chunk_indices(text[lo:hi])
@@ -191,21 +196,32 @@ class Chunker:
             out.append((start, end, paths[at] if at >= 0 else ""))
         return out
 
-    def _join_lone_headings(self, text: str, offsets: list[int], spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-        """Join a heading the splitter left alone to the chunk after it, when both fit in what the
-        model reads: the splitter cuts a section before a first paragraph that does not fit beside
-        its heading, and a chunk of only ``## Options`` answers no question. From the end, so a
-        run of lone headings (``# Guide``, ``## Install``) joins the text that follows them."""
-        if self.tokens is None or not offsets:
+    def _join_stubs(self, text: str, offsets: list[int], spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """Join the stubs the splitter leaves to a neighbour, when both fit in what the model reads.
+
+        A heading is cut off when its section's first paragraph does not fit beside it, and a
+        code block too long for one chunk leaves its fences alone (```` ```js ````, ```` ``` ````):
+        such a chunk answers no question but takes a place in the top k. A lone heading joins
+        the chunk after it (from the end, so a run of them joins the text that follows); a chunk
+        with fewer than :data:`STUB_WORDS` word characters joins the chunk before it.
+        """
+        if self.tokens is None:
             return spans
-        heads, out = set(offsets), list[tuple[int, int]]()
+        limit, heads, out = self.tokens.max_tokens, set(offsets), list[tuple[int, int]]()
         for start, end in reversed(spans):
             lone = out and start in heads and "\n" not in text[start:end].strip()
-            if lone and self.tokens.counts([text[start : out[-1][1]]])[0] <= self.tokens.max_tokens:
+            if lone and self.tokens.counts([text[start : out[-1][1]]])[0] <= limit:
                 out[-1] = (start, out[-1][1])
             else:
                 out.append((start, end))
-        return out[::-1]
+        joined = list[tuple[int, int]]()
+        for start, end in reversed(out):
+            stub = joined and end - start < 80 and len(_WORD.findall(_FENCE.sub("", text[start:end]))) < STUB_WORDS
+            if stub and self.tokens.counts([text[joined[-1][0] : end]])[0] <= limit:
+                joined[-1] = (joined[-1][0], end)
+            else:
+                joined.append((start, end))
+        return joined
 
     def over_limit(self, texts: list[str]) -> int | None:
         """How many texts the model would truncate (``None`` when it declares no tokenizer)."""
