@@ -24,7 +24,7 @@ from flux_chroma.errors import ConfigurationError
 from flux_chroma.ingest.chunking import ChunkingOptions, split_spans, splitter_version
 from flux_chroma.ingest.tokens import ModelTokens, tokens_for_spec
 
-__all__ = ["Piece", "Chunker", "chunker_for", "heading_paths", "is_markdown", "splitter_version", "FALLBACK_CHARS_PER_TOKEN", "MARKDOWN_FORMATS"]
+__all__ = ["Piece", "Chunker", "chunker_for", "heading_paths", "is_markdown", "splitter_version", "FALLBACK_CHARS_PER_TOKEN", "MARKDOWN_FORMATS", "STUB_WORDS"]
 
 FALLBACK_CHARS_PER_TOKEN = 2
 """Characters per token when a model declares no tokenizer. Measured (``python -m bench.chunking
