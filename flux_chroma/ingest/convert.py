@@ -190,17 +190,19 @@ def _decode(data: bytes, encoding: str) -> tuple[str, str]:
     if marked is not None:
         with contextlib.suppress(UnicodeDecodeError):
             return data.decode(marked), ""
-    nul = data.find(b"\x00", 0, 65536)
-    if nul >= 0 and encoding.lower().replace("-", "") in ("utf8", "latin1", "ascii"):
-        raise _Skip(f"binary (a NUL byte at byte {nul}); exclude it, or convert it to text")
     try:
-        return data.decode(encoding, errors="strict").removeprefix("\ufeff"), ""
-    except UnicodeDecodeError as exc:
-        if codecs.lookup(encoding).name == "utf-8" and len(data.translate(None, _ASCII)) <= LEGACY_MAX_NON_ASCII * len(data):
-            return data.decode("cp1252", errors="replace"), "cp1252"
-        raise _Skip(f"not valid {encoding} ({exc.reason} at byte {exc.start}); convert it, or set 'encoding' on the source") from None
+        name = codecs.lookup(encoding).name  # one spelling: "UTF8", "latin-1" -> "utf-8", "iso8859-1"
     except LookupError:
         raise _Skip(f"unknown encoding {encoding!r}") from None
+    nul = data.find(b"\x00", 0, 65536)
+    if nul >= 0 and name in ("utf-8", "iso8859-1", "ascii"):
+        raise _Skip(f"binary (a NUL byte at byte {nul}); exclude it, or convert it to text")
+    try:
+        return data.decode(name, errors="strict").removeprefix("\ufeff"), ""
+    except UnicodeDecodeError as exc:
+        if name == "utf-8" and len(data.translate(None, _ASCII)) <= LEGACY_MAX_NON_ASCII * len(data):
+            return data.decode("cp1252", errors="replace"), "cp1252"
+        raise _Skip(f"not valid {encoding} ({exc.reason} at byte {exc.start}); convert it, or set 'encoding' on the source") from None
 
 
 def _front_matter(text: str) -> tuple[str, str | None]:
