@@ -47,7 +47,7 @@ class Fleet(LocalFleet):
             workdir,
             chroma_url,
             database="postgresql",
-            server_env={"FLUX_DISPATCH__MODE": "event", **self.liveness},
+            server_env=self.liveness,
             worker_env={**LIVENESS, **(worker_env or {})},
             preload=preload,
         )

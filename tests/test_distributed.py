@@ -45,6 +45,8 @@ def test_run_local_deploys_ingests_queries_and_tears_down(tmp_path: Path) -> Non
 
     # Five processes were started, and every one of them (and their children) is gone.
     assert summary["flux_db"] == "postgresql"
+    # The Flux server ran the dispatch mode docs/deployment.md sets for a fleet (PostgreSQL).
+    assert "Event dispatcher started" in (workdir / "flux-server" / "output.log").read_text()
     assert set(summary["pids"]) == {"chroma", "postgres", "flux-server", "worker-1", "worker-2"}
     for pid in summary["pids"].values():
         with pytest.raises(ProcessLookupError):

@@ -45,7 +45,10 @@ class LocalFleet:
     Args:
         workdir: State and logs of every process (``WORKDIR/NAME/output.log``).
         chroma_url: ``FLUX_CHROMA_URL`` of the workers.
-        database: ``"postgresql"`` (a throwaway PostgreSQL: several workers) or ``"sqlite"``.
+        database: ``"postgresql"`` (a throwaway PostgreSQL: several workers; the server in Flux's
+            ``event`` dispatch mode, as docs/deployment.md sets it for a fleet) or ``"sqlite"``.
+        server_env: Extra environment variables of the Flux server (they win over the above).
+        worker_env: Extra environment variables of the workers.
         keep_env: Prefixes of this process's ``FLUX_``/``CHROMA_`` variables the processes
             inherit (see :func:`clean_env`); all others are dropped.
         preload: ``(folder, module)`` every worker Python process puts on ``sys.path`` and
@@ -98,6 +101,7 @@ class LocalFleet:
             database = {
                 "FLUX_DATABASE_URL": self.processes.start_postgres(),
                 "FLUX_DATABASE_TYPE": "postgresql",
+                "FLUX_DISPATCH__MODE": "event",  # one dispatcher woken by NOTIFY, not a poll per worker
             }
         else:
             database = {"FLUX_DATABASE_URL": f"sqlite:///{home / 'flux.db'}"}
@@ -105,8 +109,7 @@ class LocalFleet:
             self.keep_env,
             FLUX_HOME=str(home),
             FLUX_SECURITY__AUTH__ALLOW_ANONYMOUS="true",  # loopback only; configure auth in production
-            **database,
-            **self.extra_server_env,
+            **{**database, **self.extra_server_env},
         )
         self.start_server()
         self.token = wait_for("the bootstrap token", self._bootstrap_token, self.processes, "flux-server")
