@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from user_shell import user_env
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}
@@ -31,7 +31,7 @@ def test_tiny_benchmark_run_fills_every_row(tmp_path: Path) -> None:
         "--rss-sizes", "40,80", "--parallel-docs", "8", "--cluster-docs", "8", "--workers", "1",
         "--out", str(out),
     ]  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FLUX_", "CHROMA_"))}
+    env = user_env()
     done = subprocess.run(
         command, check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1400
     )

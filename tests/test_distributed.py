@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from user_shell import user_env
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "examples" / "distributed" / "run_local.py"
@@ -34,7 +35,7 @@ def _processes_mentioning(marker: str) -> list[str]:
 def test_run_local_deploys_ingests_queries_and_tears_down(tmp_path: Path) -> None:
     workdir = tmp_path / "distributed-stack"
     summary_file = tmp_path / "summary.json"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FLUX_", "CHROMA_"))}
+    env = user_env()
     done = subprocess.run(
         [sys.executable, str(SCRIPT), "--workdir", str(workdir), "--summary", str(summary_file)],
         check=False, capture_output=True, text=True, env=env, timeout=HANG_GUARD,
@@ -77,7 +78,7 @@ def test_run_local_deploys_ingests_queries_and_tears_down(tmp_path: Path) -> Non
 def test_run_local_tears_everything_down_when_interrupted(tmp_path: Path) -> None:
     workdir = tmp_path / "interrupted-stack"
     summary_file = tmp_path / "summary.json"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FLUX_", "CHROMA_"))}
+    env = user_env()
     proc = subprocess.Popen(
         [sys.executable, str(SCRIPT), "--workdir", str(workdir), "--summary", str(summary_file)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,

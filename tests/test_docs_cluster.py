@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from user_shell import user_env
 
 from flux_chroma.embedding.onnx_session import threads_per_process
 
@@ -40,8 +41,7 @@ def test_cluster_walkthrough_runs_verbatim(tmp_path: Path) -> None:
     assert "--workdir /tmp/fc-fleet" in fleet_cmd
     argv = fleet_cmd.replace("/tmp/fc-fleet", str(workdir)).split()
     assert argv[0] == "python"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FLUX_", "CHROMA_"))}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env = user_env()
     log = (tmp_path / "fleet.log").open("w")
     fleet = subprocess.Popen([sys.executable, *argv[1:]], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:

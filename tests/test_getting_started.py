@@ -7,14 +7,13 @@ port. The page's `export FLUX_CHROMA_URL=http://127.0.0.1:8000` line is the one 
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from user_shell import run_user, user_env
 
 from flux_chroma import ChromaServer
 
@@ -43,15 +42,7 @@ def fresh_server(tmp_path: Path) -> Iterator[str]:
 
 
 def _bash(cwd: Path, script: str, url: str | None = None) -> subprocess.CompletedProcess[str]:
-    """A user's shell after `source .venv/bin/activate`: no Flux or flux-chroma variables."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FLUX_", "CHROMA_"))}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
-    if url is not None:
-        env["FLUX_CHROMA_URL"] = url
-    return subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", script],
-        cwd=cwd, env=env, capture_output=True, text=True, check=False, timeout=HANG_GUARD,
-    )  # fmt: skip
+    return run_user(cwd, script, user_env() if url is None else user_env(FLUX_CHROMA_URL=url), HANG_GUARD)
 
 
 def test_the_own_workflow_step_and_the_first_commands_run_verbatim(fresh_server: str, tmp_path: Path) -> None:

@@ -8,7 +8,6 @@ documentation topics with the real default model (slow: a few minutes on 2 cores
 from __future__ import annotations
 
 import ast
-import os
 import re
 import shutil
 import subprocess
@@ -16,12 +15,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from user_shell import SESSION_SETTINGS, run_user, user_env
 
 from flux_chroma import load_labels
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = (ROOT / "docs" / "retrieval-quality.md").read_text()
-HANG_GUARD = 900  # seconds; only stops a hung run
 
 
 def blocks(language: str) -> list[str]:
@@ -29,16 +28,9 @@ def blocks(language: str) -> list[str]:
 
 
 def run(cwd: Path, args: list[str], url: str) -> subprocess.CompletedProcess[str]:
-    """A user's shell: the virtualenv's bin first on PATH, FLUX_CHROMA_URL set (as the page says).
-
-    Under pytest-xdist it keeps FLUX_CHROMA_EMBED_THREADS = max(1, C // N) from tests/conftest.py,
-    as docs/deployment.md tells users who run N embedding processes on C cores (on 2 busy cores
-    one ONNX thread embeds these corpora with about a fifth less CPU than two).
-    """
-    env = {**os.environ, "FLUX_CHROMA_URL": url, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    env.pop("FLUX_HOME", None)
-    env.pop("FLUX_DATABASE_URL", None)
-    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False, timeout=HANG_GUARD)
+    """A user's shell with FLUX_CHROMA_URL set, as the page says (on 2 busy cores one ONNX thread
+    per xdist worker embeds these corpora with about a fifth less CPU than two)."""
+    return run_user(cwd, args, user_env(keep=SESSION_SETTINGS, FLUX_CHROMA_URL=url))
 
 
 def python_block(cwd: Path, index: int, url: str) -> subprocess.CompletedProcess[str]:

@@ -11,16 +11,16 @@ its workers' child processes), and flux-chroma's own entry points create ``./.fl
 from __future__ import annotations
 
 import ast
-import os
 import re
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
+from user_shell import SESSION_SETTINGS, run_user, user_env
+
 ROOT = Path(__file__).resolve().parent.parent
 HANG_GUARD = 300  # seconds; only stops a broken test from hanging
-_USER_ENV_DROPPED = ("FLUX_HOME", "FLUX_DATABASE_URL", "FLUX_LOG_LEVEL", "FLUX_CHROMA_URL")
 
 
 def readme_snippet() -> str:
@@ -34,16 +34,7 @@ def readme_snippet() -> str:
 
 def run_python(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run this venv's python in ``cwd`` with a user's plain environment plus ``env``."""
-    base = {k: v for k, v in os.environ.items() if k not in _USER_ENV_DROPPED}
-    return subprocess.run(
-        [sys.executable, *args],
-        cwd=cwd,
-        env={**base, **(env or {})},
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=HANG_GUARD,
-    )
+    return run_user(cwd, [sys.executable, *args], user_env(keep=SESSION_SETTINGS, **(env or {})), HANG_GUARD)
 
 
 def closed_port_url() -> str:
@@ -64,17 +55,7 @@ def readme_commands() -> str:
 
 def run_readme_commands(cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """Run the README's bash block verbatim in ``cwd`` with this venv first on PATH."""
-    base = {k: v for k, v in os.environ.items() if k not in _USER_ENV_DROPPED}
-    base["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{base.get('PATH', '')}"
-    return subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", readme_commands()],
-        cwd=cwd,
-        env={**base, **env},
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=HANG_GUARD,
-    )
+    return run_user(cwd, readme_commands(), user_env(keep=SESSION_SETTINGS, **env), HANG_GUARD)
 
 
 def test_readme_snippet_runs_verbatim_in_an_empty_folder(url: str, tmp_path: Path) -> None:
