@@ -275,6 +275,32 @@ def test_markdown_front_matter_gives_the_title_and_is_not_a_chunk(tmp_path: Path
     assert not any("layout: default" in c.text for c in chunks)
 
 
+def _info_manual(nodes: list[tuple[str, str]]) -> bytes:
+    """A GNU Info file as makeinfo writes it: preamble, ``\\x1f``-separated nodes, tag table."""
+    out = "This is pump.info, produced by makeinfo version 6.8 from pump.texi.\n\nINFO-DIR-SECTION Tools\n"
+    for name, body in nodes:
+        out += f"\n\x1f\nFile: pump.info,  Node: {name},  Next: Other,  Up: (dir)\n\n{body}\n"
+    return (out + "\n\x1f\nTag Table:\nNode: Top\x7f100\n\x1f\nEnd Tag Table\n").encode()
+
+
+def test_a_gnu_info_manual_is_its_nodes_text_with_headings(tmp_path: Path) -> None:
+    """/usr/share/info: Texinfo's NUL-marked index nodes made 5 of 24 manuals look binary."""
+    about = " ".join(["This manual documents the pump."] * 32)  # a chunk of its own
+    top = f"Pump manual\n***********\n\n{about}\n\n* Menu:\n\n* Priming::  How to prime it."
+    priming = "1.1 Priming\n===========\n\nOpen the valve before the pump starts; the gauge must read zero.\n\n     pump --prime"
+    index = "Index\n*****\n\n\x00\x08[index\x00\x08]\n* Menu:\n\n* valve:  Priming.  (line 6)"
+    (tmp_path / "pump.info-1.gz").write_bytes(gzip.compress(_info_manual([("Top", top), ("Priming", priming), ("Index", index)])))
+    (tmp_path / "pump.info.gz").write_bytes(gzip.compress(b"This is pump.info.\n\x1f\nIndirect:\npump.info-1: 100\n"))
+    converted = read_file(str(tmp_path / "pump.info-1.gz"), "pump.info-1.gz")
+    assert isinstance(converted, Converted), converted
+    assert (converted.format, converted.converter, converted.title) == ("info", "gzip+info", "Pump manual")
+    assert converted.text == f"# Pump manual\n\n{about}\n\n" + priming.replace("1.1 Priming\n===========", "## 1.1 Priming")
+    plan = build_plan(job_for("acme", tmp_path))  # the default globs take both, nothing is skipped
+    assert (plan["docs"], plan["skipped_file_count"], plan["unmatched_files"]) == (2, 0, 0)
+    chunks = [c for _, c in iter_chunks(IngestJob.from_dict(job_for("acme", tmp_path)))]
+    assert [c.metadata.get("fc_heading") for c in chunks if "valve" in c.text] == ["Pump manual > 1.1 Priming"]
+
+
 def test_a_file_rewritten_while_it_is_read_is_skipped(tmp_path: Path) -> None:
     target = tmp_path / "live.txt"
     target.write_bytes(b"word " * (8 * 1024 * 1024))  # 40 MiB: reading it takes a while

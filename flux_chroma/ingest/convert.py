@@ -2,7 +2,7 @@
 
 Text and Markdown are read as they are; ``.gz`` files are decompressed (up to
 :data:`MAX_EXPANDED_MB`) and converted by their inner name; HTML becomes its main text as
-Markdown (BeautifulSoup + markdownify); PDF becomes its text by pdfminer.six, DOCX and PPTX
+Markdown (BeautifulSoup + markdownify), a GNU Info manual its nodes' text with headings; PDF becomes its text by pdfminer.six, DOCX and PPTX
 go through ``markitdown`` (both in the ``flux-chroma[documents]`` extra). A file that cannot
 be read or converted never stops a job: :func:`read_file` returns a :class:`Skipped` with a
 reason a person can act on. All offline.
@@ -52,7 +52,7 @@ PLAIN_NAMES = (
 
 _FORMATS = {
     ".md": "md", ".markdown": "md", ".txt": "txt", ".text": "txt", ".rst": "txt", ".html": "html",
-    ".htm": "html", ".xhtml": "html", ".pdf": "pdf", ".docx": "docx", ".pptx": "pptx",
+    ".htm": "html", ".xhtml": "html", ".info": "info", ".pdf": "pdf", ".docx": "docx", ".pptx": "pptx",
 }  # fmt: skip
 _DOCUMENTS = ("pdf", "docx", "pptx")
 _DROP_TAGS = ("script", "style", "noscript", "template", "nav", "aside", "form", "iframe", "svg", "button", "head")
@@ -63,6 +63,12 @@ _FRONT_MATTER = re.compile(r"\A(---|\+\+\+)[ \t]*\r?\n(.{0,8192}?)\r?\n\1[ \t]*(
 _FRONT_KEY = re.compile(r"^[A-Za-z_][\w.-]*[ \t]*[:=]", re.MULTILINE)
 _FRONT_TITLE = re.compile(r"""^title[ \t]*[:=][ \t]*(["']?)(.*?)\1[ \t]*$""", re.MULTILINE)
 _SLIDE = re.compile(r"<!-- Slide number: \d+ -->\n?")
+_INFO_PART = re.compile(r"\.info-\d+$", re.IGNORECASE)  # a split manual's parts: find.info-1, find.info-2
+_INFO_INDEX = b"\x00\x08[index\x00\x08]"
+_INFO_MARKER = re.compile(rb"\x00\x08\[[^\x00]{0,4096}\x00\x08\]")  # Texinfo's index and image markers
+_INFO_NODE = re.compile(r"\A\n?File: [^\n]*?Node: ?([^,\n]*)[^\n]*\n")
+_INFO_TITLE = re.compile(r"^([^\n]*\S)[ \t]*\n([*=.-])\2+[ \t]*$", re.MULTILINE)
+_INFO_LEVELS = {"*": "#", "=": "##", "-": "###", ".": "####"}
 
 
 @dataclass(frozen=True)
@@ -71,8 +77,8 @@ class Converted:
 
     Args:
         text: The document text (Markdown for HTML, PDF, DOCX and PPTX).
-        format: ``"md"``, ``"txt"``, ``"html"``, ``"pdf"``, ``"docx"`` or ``"pptx"`` (a
-            ``.gz`` file's inner format).
+        format: ``"md"``, ``"txt"``, ``"html"``, ``"info"``, ``"pdf"``, ``"docx"`` or ``"pptx"``
+            (a ``.gz`` file's inner format).
         converter: What produced the text and its version, e.g. ``"gzip+markitdown 0.1.9"``
             (``""`` for text read as it is): part of the document's identity.
         title: The document's own title, if any.
@@ -106,11 +112,12 @@ def documents_available() -> bool:
 def default_globs() -> list[str]:
     """The ``glob`` of a ``files`` source that names none.
 
-    Markdown, text, reStructuredText and HTML (also gzipped), PDF/DOCX/PPTX when
-    :func:`documents_available`, and the names of :data:`PLAIN_NAMES`.
+    Markdown, text, reStructuredText, HTML and GNU Info (also gzipped, and a split Info
+    manual's parts), PDF/DOCX/PPTX when :func:`documents_available`, and the names of
+    :data:`PLAIN_NAMES`.
     """
     suffixes = [s for s, fmt in _FORMATS.items() if fmt not in _DOCUMENTS]
-    globs = [f"**/*{s}" for s in suffixes] + [f"**/*{s}.gz" for s in suffixes]
+    globs = [f"**/*{s}" for s in suffixes] + [f"**/*{s}.gz" for s in suffixes] + ["**/*.info-[0-9]*"]
     if documents_available():
         globs += [f"**/*{s}" for s, fmt in _FORMATS.items() if fmt in _DOCUMENTS]
     for name in PLAIN_NAMES:
@@ -127,6 +134,8 @@ def format_of(name: str) -> tuple[str, bool]:
     """
     gzipped = name.lower().endswith(".gz")
     inner = name[:-3] if gzipped else name
+    if _INFO_PART.search(inner):
+        return "info", gzipped
     return _FORMATS.get(PurePosixPath(inner).suffix.lower(), "txt"), gzipped
 
 
@@ -216,6 +225,37 @@ def _front_matter(text: str) -> tuple[str, str | None]:
         return text, None
     title = _FRONT_TITLE.search(match.group(2))
     return text[match.end() :].lstrip("\r\n"), (title.group(2).strip() or None) if title else None
+
+
+def _info_heading(match: re.Match[str]) -> str:
+    title, underline = match.group(1), match.group(0).rsplit("\n", 1)[1].rstrip()
+    if abs(len(underline) - len(title)) > 2:  # a rule under a line, not a title's underline
+        return match.group(0)
+    return f"{_INFO_LEVELS[match.group(2)]} {title.strip()}"
+
+
+def _info(data: bytes, encoding: str) -> tuple[str, str, str | None]:
+    """A GNU Info manual (makeinfo's output): ``(Markdown, converter, title)``.
+
+    Each node's text, its underlined titles as headings. The preamble, node headers (``File:
+    ..., Node: ..., Next: ...``), menus, index nodes and the tag table guide the ``info``
+    reader and are dropped; Texinfo marks index nodes and images with NUL bytes, so the file
+    would otherwise look binary. A file without nodes is read as text.
+    """
+    if b"\x1f" not in data:
+        return *_decode(data, encoding), None
+    nodes = [node for node in data.split(b"\x1f")[1:] if _INFO_INDEX not in node]
+    text, decoded = _decode(_INFO_MARKER.sub(b"", b"\x1f".join(nodes)), encoding)
+    parts, title = [], None
+    for node in text.split("\x1f"):
+        header = _INFO_NODE.match(node)
+        if header is None:  # the tag table, a split manual's table of parts, local variables
+            continue
+        body = _INFO_TITLE.sub(_info_heading, node[header.end() :].split("\n* Menu:", 1)[0]).strip("\n")
+        if header.group(1).strip() == "Top" and body.startswith("# "):
+            title = body.split("\n", 1)[0][2:]
+        parts.append(body)
+    return "\n\n".join(parts), "+".join(filter(None, (decoded, "info"))), title
 
 
 def _check_prose(text: str) -> str:
@@ -356,6 +396,9 @@ def _convert(data: bytes, fmt: str, encoding: str) -> Converted:
     if fmt in ("md", "txt"):
         text, converter = _decode(data, encoding)
         text, title = _front_matter(text) if fmt == "md" else (text, None)
+        return Converted(_check_prose(text), fmt, converter, title)
+    if fmt == "info":
+        text, converter, title = _info(data, encoding)
         return Converted(_check_prose(text), fmt, converter, title)
     if fmt == "html":
         if b"\x00" in data[:65536] and _bom_encoding(data) is None:  # BeautifulSoup reads the mark
