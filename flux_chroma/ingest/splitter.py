@@ -47,6 +47,7 @@ each document when it is planned, written and cleaned up, in one process when in
 STUB_WORDS = 4
 """A chunk with fewer word characters than this, code fences and their language left out
 (```` ```cjs ````, a table rule), joins the one before it."""
+_STUB_MAX_CHARS = 80  # a longer chunk is never a stub: its words are not counted
 _TITLE = 80
 _WORD = re.compile(r"\w")
 _FENCE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[^\n`]*$", re.MULTILINE)  # a code fence and its language
@@ -216,7 +217,7 @@ class Chunker:
                 out.append((start, end))
         joined = list[tuple[int, int]]()
         for start, end in reversed(out):
-            stub = joined and end - start < 80 and len(_WORD.findall(_FENCE.sub("", text[start:end]))) < STUB_WORDS
+            stub = joined and end - start < _STUB_MAX_CHARS and len(_WORD.findall(_FENCE.sub("", text[start:end]))) < STUB_WORDS
             if stub and self.tokens.counts([text[joined[-1][0] : end]])[0] <= limit:
                 joined[-1] = (joined[-1][0], end)
             else:
