@@ -2,10 +2,10 @@
 
 Text and Markdown are read as they are; ``.gz`` files are decompressed (up to
 :data:`MAX_EXPANDED_MB`) and converted by their inner name; HTML becomes its main text as
-Markdown (BeautifulSoup + markdownify), a GNU Info manual its nodes' text with headings; PDF becomes its text by pdfminer.six, DOCX and PPTX
-go through ``markitdown`` (both in the ``flux-chroma[documents]`` extra). A file that cannot
-be read or converted never stops a job: :func:`read_file` returns a :class:`Skipped` with a
-reason a person can act on. All offline.
+Markdown (BeautifulSoup + markdownify), a GNU Info manual its nodes' text with headings; PDF
+becomes its text by pdfminer.six, DOCX and PPTX go through ``markitdown`` (both in the
+``flux-chroma[documents]`` extra). A file that cannot be read or converted never stops a job:
+:func:`read_file` returns a :class:`Skipped` with a reason a person can act on. All offline.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ class Converted:
     """A file read and converted to text.
 
     Args:
-        text: The document text (Markdown for HTML, PDF, DOCX and PPTX).
+        text: The document text (Markdown for HTML, Info, PDF, DOCX and PPTX).
         format: ``"md"``, ``"txt"``, ``"html"``, ``"info"``, ``"pdf"``, ``"docx"`` or ``"pptx"``
             (a ``.gz`` file's inner format).
         converter: What produced the text and its version, e.g. ``"gzip+markitdown 0.1.9"``
