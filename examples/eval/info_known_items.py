@@ -14,12 +14,11 @@ flux-chroma has used.
 from __future__ import annotations
 
 import gzip
-import json
 import shutil
 import sys
 from pathlib import Path
 
-from make_known_items import _normal, known_items
+from make_known_items import _normal, asked_back
 
 INFO = Path("/usr/share/info")
 NODES_PER_FILE = 10
@@ -38,14 +37,8 @@ def main(out: Path) -> None:
         for start in range(0, len(body), NODES_PER_FILE):
             (nodes / manual.name).mkdir(parents=True, exist_ok=True)
             (nodes / manual.name / f"{start:04d}.txt").write_text("\n".join(body[start : start + NODES_PER_FILE]), encoding="utf-8")
-    labels = []
-    for item in known_items(nodes, "nodes"):
-        question = str(item["question"])
-        relevant = [doc for doc, text in texts.items() if question in text]
-        if relevant:
-            labels.append({"question": question, "relevant_documents": relevant, "kind": "known-item"})
-    (out / "labels.jsonl").write_text("".join(json.dumps(q, ensure_ascii=False) + "\n" for q in labels), encoding="utf-8")
-    print(f"{len(labels)} questions from {len(texts)} Info files in {out}")
+    asked = asked_back(nodes, "nodes", texts, out / "labels.jsonl")
+    print(f"{asked} questions from {len(texts)} Info files in {out}")
 
 
 if __name__ == "__main__":

@@ -62,6 +62,20 @@ def known_items(folder: Path, source_id: str) -> list[dict[str, object]]:
     return out
 
 
+def asked_back(folder: Path, source_id: str, texts: dict[str, str], out: Path) -> int:
+    """Write to ``out`` the known items of ``folder``, each relevant to every document of
+    ``texts`` (id -> normalised text) that holds it; return how many (a passage none holds is
+    dropped)."""
+    labels = []
+    for item in known_items(folder, source_id):
+        question = str(item["question"])
+        relevant = [doc for doc, text in texts.items() if question in text]
+        if relevant:
+            labels.append({"question": question, "relevant_documents": relevant, "kind": "known-item"})
+    out.write_text("".join(json.dumps(q, ensure_ascii=False) + "\n" for q in labels), encoding="utf-8")
+    return len(labels)
+
+
 def main() -> None:
     """Entry point: ``make_known_items.py FOLDER SOURCE_ID OUT.jsonl``."""
     if len(sys.argv) != 4:

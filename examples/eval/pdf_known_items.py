@@ -14,14 +14,13 @@ pdfium (``pypdfium2``), in the order the page draws it: no converter flux-chroma
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 from pathlib import Path
 
 import pypdfium2
 from bs4 import BeautifulSoup
-from make_known_items import _normal, candidates, known_items
+from make_known_items import _normal, asked_back, candidates
 
 PDFS = ("/usr/share/doc/libtasn1-doc/libtasn1.pdf", "/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf")
 HTML = "/usr/share/gtk-doc/html/libtasn1"
@@ -41,14 +40,8 @@ def main(out: Path) -> None:
             if candidates(page):
                 (pages / pdf.stem).mkdir(parents=True, exist_ok=True)
                 (pages / pdf.stem / f"{number:03d}.txt").write_text(page, encoding="utf-8")
-    labels = []
-    for item in known_items(pages, "pages"):
-        question = str(item["question"])
-        relevant = [doc for doc, text in texts.items() if question in text]
-        if relevant:
-            labels.append({"question": question, "relevant_documents": relevant, "kind": "known-item"})
-    (out / "labels.jsonl").write_text("".join(json.dumps(q, ensure_ascii=False) + "\n" for q in labels), encoding="utf-8")
-    print(f"{len(labels)} questions from {len(list(pages.rglob('*.txt')))} PDF pages in {out}")
+    asked = asked_back(pages, "pages", texts, out / "labels.jsonl")
+    print(f"{asked} questions from {len(list(pages.rglob('*.txt')))} PDF pages in {out}")
 
 
 if __name__ == "__main__":
