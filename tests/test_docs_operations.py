@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
+
+from user_shell import code_blocks
 
 from flux_chroma.telemetry import METRICS
 
@@ -13,7 +14,7 @@ PAGE = Path(__file__).resolve().parent.parent / "docs" / "operations.md"
 
 
 def test_the_python_block_runs_and_prints_every_metric() -> None:
-    blocks = re.findall(r"```python\n(.*?)```", PAGE.read_text(), flags=re.DOTALL)
+    blocks = code_blocks(PAGE.read_text(), "python")
     assert len(blocks) == 1
     done = subprocess.run([sys.executable, "-c", blocks[0]], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
@@ -22,7 +23,7 @@ def test_the_python_block_runs_and_prints_every_metric() -> None:
 
 def test_the_environment_block_runs_and_the_page_documents_every_metric() -> None:
     page = PAGE.read_text()
-    exports = [b for b in re.findall(r"```bash\n(.*?)```", page, flags=re.DOTALL) if "export " in b]
+    exports = [b for b in code_blocks(page, "bash") if "export " in b]
     assert len(exports) == 1
     done = subprocess.run(["bash", "-c", exports[0] + "\nenv | grep FLUX_OBSERVABILITY__"], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0 and done.stdout.count("FLUX_OBSERVABILITY__") == 3

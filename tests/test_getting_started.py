@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from user_shell import run_user, user_env
+from user_shell import code_blocks, run_user, section, user_env
 
 from flux_chroma import ChromaServer
 
@@ -24,11 +24,7 @@ FLUX_LOG_LINE = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,?\d* - [\w.]+ - [A-Z
 
 
 def _section(number: int) -> str:
-    return PAGE.split(f"\n## {number}. ", 1)[1].split("\n## ", 1)[0]
-
-
-def _blocks(number: int, language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", _section(number), flags=re.DOTALL)
+    return section(PAGE, f"{number}. ")
 
 
 @pytest.fixture
@@ -48,9 +44,9 @@ def _bash(cwd: Path, script: str, url: str | None = None) -> subprocess.Complete
 def test_the_own_workflow_step_and_the_first_commands_run_verbatim(fresh_server: str, tmp_path: Path) -> None:
     work = tmp_path / "kb"
     work.mkdir()
-    (kb,) = _blocks(3, "python")
+    (kb,) = code_blocks(_section(3), "python")
     (work / "kb.py").write_text(kb)
-    server_line, commands = _blocks(3, "bash")
+    server_line, commands = code_blocks(_section(3), "bash")
     assert server_line.strip() == "flux-chroma server --path ./chroma-data --port 8000"
     export = "export FLUX_CHROMA_URL=http://127.0.0.1:8000"
     assert export in commands
@@ -64,7 +60,7 @@ def test_the_own_workflow_step_and_the_first_commands_run_verbatim(fresh_server:
     printed = [line for line in done.stdout.splitlines() if not FLUX_LOG_LINE.match(line)]
     assert printed == [first, *distances, second, *distances], done.stdout
 
-    collections, ask = _blocks(4, "bash")[0].strip().splitlines()[:2]
+    collections, ask = code_blocks(_section(4), "bash")[0].strip().splitlines()[:2]
     listed = _bash(work, collections, fresh_server)
     assert listed.returncode == 0, listed.stderr[-2000:]
     assert re.search(r"handbook\s.*\s2\s.*default", listed.stdout), listed.stdout

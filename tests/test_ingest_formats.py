@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from cli_inproc import run_cli
 from document_files import make_docx, make_pdf, make_pptx
+from user_shell import code_blocks, section
 
 from flux_chroma.ingest import run_ingest
 from flux_chroma.ingest.convert import Converted, Skipped, default_globs, read_file
@@ -379,11 +380,8 @@ def test_default_globs_take_extension_less_names(tmp_path: Path, name: str) -> N
 
 def test_the_file_format_examples_of_ingestion_md_run_and_print_what_they_say() -> None:
     """Each ``print(...)  # expected`` line of the file-formats section prints ``expected``."""
-    import re
-
     page = (TESTS.parent / "docs" / "ingestion.md").read_text(encoding="utf-8")
-    section = page[page.index("## File formats") : page.index("## Chunks and ids")]
-    blocks = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    blocks = code_blocks(section(page, "File formats\n"), "python")
     assert len(blocks) == 2
     for block in blocks:
         expected = [line.rsplit("   # ", 1)[1] for line in block.splitlines() if line.startswith("print(")]

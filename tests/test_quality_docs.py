@@ -15,16 +15,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from user_shell import SESSION_SETTINGS, run_user, user_env
+from user_shell import SESSION_SETTINGS, code_blocks, run_user, user_env
 
 from flux_chroma import load_labels
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = (ROOT / "docs" / "retrieval-quality.md").read_text()
-
-
-def blocks(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", PAGE, flags=re.DOTALL)
 
 
 def run(cwd: Path, args: list[str], url: str) -> subprocess.CompletedProcess[str]:
@@ -34,12 +30,12 @@ def run(cwd: Path, args: list[str], url: str) -> subprocess.CompletedProcess[str
 
 
 def python_block(cwd: Path, index: int, url: str) -> subprocess.CompletedProcess[str]:
-    (cwd / f"block{index}.py").write_text(blocks("python")[index])
+    (cwd / f"block{index}.py").write_text(code_blocks(PAGE, "python")[index])
     return run(cwd, [sys.executable, f"block{index}.py"], url)
 
 
 def test_the_label_example_is_a_valid_labelled_question() -> None:
-    (example,) = blocks("json")
+    (example,) = code_blocks(PAGE, "json")
     assert load_labels([__import__("json").loads(example)])[0]["relevant_documents"] == ["hb/leave.md"]
 
 
@@ -55,7 +51,7 @@ def test_documents_eval_and_the_cli_run_verbatim(url: str, tmp_path: Path) -> No
     assert done.stdout.splitlines().count(first) == 1, done.stdout[-3000:]
     assert set(ast.literal_eval(figures)) == {"dense", "hybrid"}
     outputs = []
-    for line in blocks("bash")[0].strip().splitlines():
+    for line in code_blocks(PAGE, "bash")[0].strip().splitlines():
         shell = run(tmp_path, ["bash", "-c", line], url)
         assert shell.returncode == 0, (line, shell.stderr[-2000:])
         outputs.append(shell.stdout)
@@ -68,7 +64,7 @@ def test_documents_eval_and_the_cli_run_verbatim(url: str, tmp_path: Path) -> No
 @pytest.mark.slow
 def test_the_shipped_set_and_the_migration_gate_run_verbatim(url: str, tmp_path: Path) -> None:
     shutil.copytree(ROOT / "examples" / "eval", tmp_path / "examples" / "eval")  # "from a checkout"
-    for line in blocks("bash")[1].strip().splitlines():
+    for line in code_blocks(PAGE, "bash")[1].strip().splitlines():
         shell = run(tmp_path, ["bash", "-c", line], url)
         assert shell.returncode == 0, (line, shell.stderr[-2000:])
     assert "hybrid" in shell.stdout and "140 questions" in shell.stdout

@@ -7,13 +7,14 @@ import re
 from pathlib import Path
 
 from test_readme_snippet import run_python
+from user_shell import code_blocks
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_retrieval_page_example_runs_and_prints_the_documented_output(url: str, tmp_path: Path) -> None:
     page = (ROOT / "docs" / "retrieval.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", page, flags=re.DOTALL)
+    blocks = code_blocks(page, "python")
     assert len(blocks) == 1
     printed = re.search(r"It prints `(\{.*?\})`", page)
     assert printed is not None, "the page says what the example prints"

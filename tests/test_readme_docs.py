@@ -14,13 +14,14 @@ import shutil
 import sys
 from pathlib import Path
 
-from test_quality_docs import ROOT, blocks, run
+from test_quality_docs import PAGE, ROOT, run
+from user_shell import code_blocks
 
 EVAL = ROOT / "examples" / "eval"
 
 
 def _readme_block() -> list[str]:
-    (block,) = [b for b in blocks("bash") if "readmes-natural.jsonl" in b]
+    (block,) = [b for b in code_blocks(PAGE, "bash") if "readmes-natural.jsonl" in b]
     return block.strip().splitlines()
 
 
@@ -42,7 +43,7 @@ def test_the_readme_export_runs_verbatim_and_its_labels_are_the_shipped_ones(url
 
 
 def test_the_readme_ingest_and_eval_lines_are_the_shipped_set_commands() -> None:
-    (pydoc,) = [b for b in blocks("bash") if "pydoc-natural.jsonl" in b]
+    (pydoc,) = [b for b in code_blocks(PAGE, "bash") if "pydoc-natural.jsonl" in b]
     renamed = [
         line.replace("pydoc-topics", "package-readmes")
         .replace("pydoc-natural", "readmes-natural")

@@ -11,13 +11,12 @@ its workers' child processes), and flux-chroma's own entry points create ``./.fl
 from __future__ import annotations
 
 import ast
-import re
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
-from user_shell import SESSION_SETTINGS, run_user, user_env
+from user_shell import SESSION_SETTINGS, code_blocks, run_user, section, user_env
 
 ROOT = Path(__file__).resolve().parent.parent
 HANG_GUARD = 300  # seconds; only stops a broken test from hanging
@@ -26,8 +25,7 @@ HANG_GUARD = 300  # seconds; only stops a broken test from hanging
 def readme_snippet() -> str:
     """The one ```python block of README.md's "## Quickstart" section."""
     readme = (ROOT / "README.md").read_text()
-    section = readme.split("\n## Quickstart\n", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
+    blocks = code_blocks(section(readme, "Quickstart\n"), "python")
     assert len(blocks) == 1, "README's Quickstart section should hold exactly one python block"
     return str(blocks[0])
 
@@ -47,8 +45,7 @@ def closed_port_url() -> str:
 def readme_commands() -> str:
     """The ```bash block right after "save this as kb.py" in README's Quickstart section."""
     readme = (ROOT / "README.md").read_text()
-    section = readme.split("\n## Quickstart\n", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```bash\n(.*?)```", section, flags=re.DOTALL)
+    blocks = code_blocks(section(readme, "Quickstart\n"), "bash")
     assert len(blocks) == 1, "README's Quickstart section should hold exactly one bash block"
     return str(blocks[0])
 

@@ -1,4 +1,4 @@
-"""A user's shell, for tests that run documented code and commands verbatim.
+"""A user's shell, and the code blocks of a page, for tests that run documented code verbatim.
 
 As in a fresh terminal after ``source .venv/bin/activate``: this virtualenv's ``bin`` first on
 PATH and none of the test session's Flux or Chroma variables (tests/conftest.py sets
@@ -9,6 +9,7 @@ settings the docs tell users to set.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterable, Sequence
@@ -21,6 +22,17 @@ SESSION_SETTINGS = ("FLUX_CHROMA_CACHE_DIR", "FLUX_CHROMA_EMBED_THREADS")
 embedding cache stays in the session's temporary folder (not the user's home, where a second
 run would find every text embedded), and under pytest-xdist each process embeds with its share
 of the cores, as docs/deployment.md tells users who run N embedding processes."""
+
+
+def section(page: str, heading: str) -> str:
+    """The text of ``page``'s ``## heading`` section (the heading's start is enough: ``"3. "``),
+    up to the next ``## `` heading."""
+    return page.split(f"\n## {heading}", 1)[1].split("\n## ", 1)[0]
+
+
+def code_blocks(text: str, language: str) -> list[str]:
+    """The fenced ```` ```language ```` blocks of Markdown ``text``, in order, as a user copies them."""
+    return re.findall(rf"```{language}\n(.*?)```", text, flags=re.DOTALL)
 
 
 def user_env(*, keep: Iterable[str] = (), **settings: str) -> dict[str, str]:

@@ -67,7 +67,7 @@ _INFO_PART = re.compile(r"\.info-\d+$", re.IGNORECASE)  # a split manual's parts
 _INFO_INDEX = b"\x00\x08[index\x00\x08]"
 _INFO_MARKER = re.compile(rb"\x00\x08\[[^\x00]{0,4096}\x00\x08\]")  # Texinfo's index and image markers
 _INFO_NODE = re.compile(r"\A\n?File: [^\n]*?Node: ?([^,\n]*)[^\n]*\n")
-_INFO_TITLE = re.compile(r"^([^\n]*\S)[ \t]*\n([*=.-])\2+[ \t]*$", re.MULTILINE)
+_INFO_TITLE = re.compile(r"^([^\n]*\S)[ \t]*\n(([*=.-])\3+)[ \t]*$", re.MULTILINE)  # a title, its underline, its character
 _INFO_LEVELS = {"*": "#", "=": "##", "-": "###", ".": "####"}
 
 
@@ -228,10 +228,10 @@ def _front_matter(text: str) -> tuple[str, str | None]:
 
 
 def _info_heading(match: re.Match[str]) -> str:
-    title, underline = match.group(1), match.group(0).rsplit("\n", 1)[1].rstrip()
+    title, underline, char = match.groups()
     if abs(len(underline) - len(title)) > 2:  # a rule under a line, not a title's underline
         return match.group(0)
-    return f"{_INFO_LEVELS[match.group(2)]} {title.strip()}"
+    return f"{_INFO_LEVELS[char]} {title.strip()}"
 
 
 def _info(data: bytes, encoding: str) -> tuple[str, str, str | None]:
