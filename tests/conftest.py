@@ -45,22 +45,35 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         )
 
 
-# The longest modules, longest first (seconds of one full run, measured with --durations=0).
-# scripts/test.sh runs `-n 3 --dist loadscope --no-loadscope-reorder`: each module is one unit of
-# work (its module fixtures, e.g. a Flux fleet, start once) handed out in this order, so the
-# long units start at once and the many short modules fill the gaps at the end.
+# Every module of 12 s or more, longest first (the seconds its tests took in one full run of
+# scripts/test.sh). scripts/test.sh runs `-n 3 --dist loadscope --no-loadscope-reorder`: each
+# module is one unit of work (its module fixtures, e.g. a Flux fleet, start once) handed out in
+# this order, so the long units start at once and the short modules fill the gaps at the end.
+# A long module left to the end runs alone: test_telemetry, mostly waiting on exporter
+# timeouts, was last and left the cores idle for its last 20 s.
 LONGEST_MODULES = (
-    "test_bench_smoke",  # 178
-    "test_ingest_cluster",  # 174
-    "test_ingest_cluster_restarts",  # 123
-    "test_quality_docs",  # 79
-    "test_ingest_memory",  # 75
+    "test_bench_smoke",  # 205
+    "test_ingest_cluster",  # 133
+    "test_ingest_cluster_restarts",  # 112
+    "test_quality_docs",  # 105
     "test_docs_cluster",  # 65
-    "test_deployment_fleet",  # 45
-    "test_watch_cluster",  # 37
-    "test_reliability_faults",  # 33
-    "test_distributed",  # 32
-    "test_scheduled_sync",  # 27
+    "test_ingest_memory",  # 50
+    "test_reliability_faults",  # 37
+    "test_watch_cluster",  # 28
+    "test_chunking_tokens",  # 26
+    "test_distributed",  # 25
+    "test_cli_interrupts",  # 24
+    "test_telemetry",  # 23
+    "test_deployment_fleet",  # 22
+    "test_scheduled_sync",  # 20
+    "test_ingest_crash",  # 18
+    "test_readme_snippet",  # 17
+    "test_reliability_load",  # 17
+    "test_erasure",  # 14
+    "test_embed_memory",  # 13
+    "test_query_hybrid",  # 13
+    "test_examples",  # 12
+    "test_ingest_formats",  # 12
 )
 
 
