@@ -235,6 +235,35 @@ def test_a_collection_without_stored_documents_still_answers(tenant: str, raw_cl
         assert {h["document"] for h in hits if h["id"] != "seed"} == {None}
 
 
+def test_a_pasted_sentence_is_found_when_a_common_word_fills_the_full_text_answer(tenant: str, raw_client) -> None:  # type: ignore[no-untyped-def]
+    """Found on CMake's help pages: "CMake" is in nearly every chunk, so the one full-text request
+    (any probe) came back cut at MAX_MATCHES, without the one page holding the pasted sentence,
+    and so did the second (identifiers and the sentence). The sentence is now asked alone."""
+    import numpy as np
+
+    from flux_chroma.tasks.hybrid import MAX_MATCHES
+
+    _ingest(tenant, "help", [{"id": "intro", "text": "CMake is a build system generator."}])
+    vectors = np.random.default_rng(7).normal(size=(MAX_MATCHES, 384))
+    raw_client.get_collection(f"{tenant}__help").add(
+        ids=[f"filler{i}" for i in range(MAX_MATCHES)],
+        embeddings=(vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).tolist(),
+        documents=[f"CMake page {i}: a command, a variable or a property." for i in range(MAX_MATCHES)],
+    )  # stored before the page the sentence is from: the server returns matches in that order
+    sentence = "The generator expression can still be used with a CMake target if the project wants to be explicit about it."
+    _ingest(tenant, "help", [{"id": "page", "text": "Predefined features. " + sentence + " It is not required."}])
+    assert _ask(tenant, "help", sentence, k=3, mode="hybrid")[0]["id"] == "page"
+
+
+def test_code_spans_are_quoted_terms_not_the_words_between_them() -> None:
+    """reStructuredText and Markdown write ``OLD`` or ``NEW``: the old pattern read `` or `` as a
+    quoted "or" (matching nearly every text) and, with the spans, left no room for the sentence."""
+    found = probes("Use the :command:`cmake_policy` command to set it to ``OLD`` or ``NEW`` explicitly.")
+    assert [(p.kind, p.term) for p in found][:3] == [("quoted", "cmake_policy"), ("quoted", "OLD"), ("quoted", "NEW")]
+    assert found[3].kind == "phrase"
+    assert [p.term for p in probes("the `$regex` clause and `where_document` filter")][:2] == ["$regex", "where_document"]
+
+
 def test_probes_escape_the_question_and_put_identifiers_first() -> None:
     found = probes('error "connection reset by peer" in libfoo-2.1 with --no-cache and ExecStart', limit=5)
     assert [p.kind for p in found][:2] == ["quoted", "phrase"]

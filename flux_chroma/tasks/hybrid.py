@@ -51,7 +51,10 @@ MAX_PHRASE = 300  # longest question (characters) still probed as a whole phrase
 
 _MAX_TERM = 120
 _REGEX_META = frozenset("\\.+*?()|[]{}^$#&-~")
-_QUOTED = re.compile(r'"([^"]{2,})"|“([^”]{2,})”|`([^`]{2,})`|\'([^\']{3,})\'(?!\w)')
+# Quotes and code spans; a span closes with as many backticks as opened it (reStructuredText
+# and Markdown write ``OLD`` or ``NEW``: never "or" quoted between two spans).
+_QUOTED = re.compile(r'"([^"]{2,})"|“([^”]{2,})”|(?<!`)(`+)([^`]{2,}?)\3(?!`)|\'([^\']{3,})\'(?!\w)')
+_QUOTED_TEXT = (1, 2, 4, 5)  # the groups holding the quoted text
 _TOKEN = re.compile(r"[\w][\w.\-/:@+#]*[\w+#]|--?[\w][\w\-]*|\w")
 _TRIM = ".,;:!?)('\"`"
 
@@ -172,7 +175,7 @@ def probes(question: str, *, limit: int = MAX_PROBES) -> list[Probe]:
             out.append(Probe(term, clause, weight, kind))
 
     for match in _QUOTED.finditer(question):
-        quoted = " ".join(next(g for g in match.groups() if g).split())
+        quoted = " ".join(next(g for g in match.group(*_QUOTED_TEXT) if g).split())
         if quoted:
             add(quoted, phrase_regex(quoted), 2.0, "quoted")
     words = [t.strip(_TRIM) for t in _TOKEN.findall(question)]

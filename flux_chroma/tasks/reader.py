@@ -126,13 +126,20 @@ class _Search:
         return {str(i): d or "" for i, d in zip(result["ids"], result["documents"] or [], strict=True)}
 
     def matches(self, found: list[hybrid.Probe]) -> dict[str, str]:
-        """The records holding any probe, id -> text: one full-text request (two when it is cut)."""
+        """The records holding any probe, id -> text: one full-text request. When a common probe
+        fills it, every probe but the words is asked again, then the exact ones (quoted parts,
+        the whole question) alone."""
         if not found:
             return {}
-        texts = self._texts(hybrid.combined_clause(found))
-        specific = [p for p in found if p.kind != "word"]
-        if len(texts) >= hybrid.MAX_MATCHES and specific and len(specific) < len(found):
-            texts = {**self._texts(hybrid.combined_clause(specific)), **texts}
+        texts = last = self._texts(hybrid.combined_clause(found))
+        asked = found
+        for kinds in (("quoted", "phrase", "identifier"), ("quoted", "phrase")):
+            if len(last) < hybrid.MAX_MATCHES:
+                break
+            rarer = [p for p in asked if p.kind in kinds]
+            if rarer and len(rarer) < len(asked):
+                last = self._texts(hybrid.combined_clause(rarer))
+                texts, asked = {**last, **texts}, rarer
         return texts
 
     def by_ids(self, vector: Any, ids: list[str], m: int) -> list[Hit]:
