@@ -10,12 +10,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from query_workflows import ask_wf
 from workflows import ingest_wf
 
 from flux_chroma.errors import InvalidQueryError
-from flux_chroma.tasks.hybrid import escape_regex, probes
+from flux_chroma.tasks.hybrid import MAX_MATCHES, escape_regex, probes
 
 # A long release-notes chunk names a renamed setting once; ten short texts are about what the
 # setting's words mean (idle sessions, lingering sockets, milliseconds). The dense vector of the
@@ -239,10 +240,6 @@ def test_a_pasted_sentence_is_found_when_a_common_word_fills_the_full_text_answe
     """Found on CMake's help pages: "CMake" is in nearly every chunk, so the one full-text request
     (any probe) came back cut at MAX_MATCHES, without the one page holding the pasted sentence,
     and so did the second (identifiers and the sentence). The sentence is now asked alone."""
-    import numpy as np
-
-    from flux_chroma.tasks.hybrid import MAX_MATCHES
-
     _ingest(tenant, "help", [{"id": "intro", "text": "CMake is a build system generator."}])
     vectors = np.random.default_rng(7).normal(size=(MAX_MATCHES, 384))
     raw_client.get_collection(f"{tenant}__help").add(
