@@ -1,8 +1,9 @@
 """Row 11: one ingestion job across a Flux cluster on this host, and the dispatch cost per unit.
 
-A PostgreSQL-backed Flux server with 1, 2 and 3 workers (:class:`bench.fleet.Fleet`), the
-job submitted as ``flux-chroma/ingest_job`` (registered from ``flux_chroma/ingest/workflow.py``)
-with ``parallel`` = workers, so its units run as ``flux-chroma/ingest_unit`` child executions.
+A PostgreSQL-backed Flux server with 1, 2 or 3 workers (:class:`bench.fleet.Fleet`, a fresh one
+for each count), the job submitted as ``flux-chroma/ingest_job`` (registered from
+``flux_chroma/ingest/workflow.py``) with ``parallel`` = workers, so its units run as
+``flux-chroma/ingest_unit`` child executions.
 """
 
 from __future__ import annotations
@@ -93,19 +94,21 @@ def run_row11(b: Bench) -> None:
 
     n = min(b.plan.cluster_docs, max(b.plan.sizes))
     path = corpus_file(b, n)
-    batch = max(1, min(b.batch, -(-n // 16)))  # 16 batches: units for up to 4 slots each
-    fleet = Fleet(b.ws.work / "r11-fleet", b.url, preload=(ROOT, "bench.stand_in"))
+    batch = max(1, min(b.batch, -(-n // 16)))  # 16 batches: two units per slot for 3 workers
     rates: list[tuple[int, float, dict[str, Any]]] = []
-    try:
-        started = time.perf_counter()
-        fleet.start(max(1, b.plan.cluster_workers[0]))
-        print(f"row 11: fleet up in {time.perf_counter() - started:.0f} s", flush=True)
-        online = b.plan.cluster_workers[0]
-        for workers in b.plan.cluster_workers:
-            while online < workers:
-                online += 1
-                fleet.start_worker(f"worker-{online}")
-            fleet.wait_online([f"worker-{i}" for i in range(1, workers + 1)])
+    overhead: list[float] = []
+    per_unit_inline, units, batch_s = 0.0, 0, 0.0
+    for workers in b.plan.cluster_workers:
+        # A fleet per worker count: LocalFleet gives each of N workers its share of the cores
+        # (FLUX_CHROMA_EMBED_THREADS, as docs/deployment.md advises), set when they start.
+        fleet = Fleet(b.ws.work / f"r11-fleet-{workers}", b.url, preload=(ROOT, "bench.stand_in"))
+        try:
+            started = time.perf_counter()
+            fleet.start(workers)
+            print(
+                f"row 11: {workers} worker(s) up in {time.perf_counter() - started:.0f} s",
+                flush=True,
+            )
             if not b.plan.quick:  # quick: no warm-up job, the measured one pays the first use
                 warm = corpus_file(b, min(n, 4 * workers))
                 _submit(fleet, jsonl_job(b, f"r11-warm-{workers}", warm, 1, workers))
@@ -115,12 +118,21 @@ def run_row11(b: Bench) -> None:
             b.drop(b.physical(name))
             report = execution["output"]
             # n records make at least n chunks (the token chunker splits a long record in two)
-            if report["chunks"] < n or report["added"] != report["chunks"] or report["embedded"] != report["chunks"]:
-                raise RuntimeError(f"row 11: expected every chunk of {n} records added and embedded, got {report}")
+            if (
+                report["chunks"] < n
+                or report["added"] != report["chunks"]
+                or report["embedded"] != report["chunks"]
+            ):
+                raise RuntimeError(
+                    f"row 11: expected every chunk of {n} records added and embedded, got {report}"
+                )
             rates.append((workers, n / seconds, report))
-        overhead, per_unit_inline, units, batch_s = _overhead(b, fleet, n, path, hash_spec())
-    finally:
-        fleet.stop()
+            if workers == b.plan.cluster_workers[-1]:
+                overhead, per_unit_inline, units, batch_s = _overhead(
+                    b, fleet, n, path, hash_spec()
+                )
+        finally:
+            fleet.stop()
     _report(b, n, batch, rates, overhead, per_unit_inline, units, batch_s)
 
 
@@ -196,8 +208,8 @@ def _report(
     b.report.note(
         11,
         (
-            "- A throwaway PostgreSQL (`flux_chroma/local_fleet/postgres.py`), a Flux server on it "
-            "(event dispatch mode) and 1, 2 then 3 `flux start worker` processes on this host "
+            "- For each worker count, a fresh fleet: a throwaway PostgreSQL (`flux_chroma/local_fleet/postgres.py`), "
+            "a Flux server on it (event dispatch mode) and 1, 2 or 3 `flux start worker` processes on this host "
             "(`bench/fleet.py`, shared with the cluster tests). `flux_chroma/ingest/workflow.py` is "
             "registered; the job is submitted with `flux workflow run flux-chroma/ingest_job ... "
             f"--mode async` and polled until COMPLETED. {n:,} corpus chunks, batches of {batch}, the "
