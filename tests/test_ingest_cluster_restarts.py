@@ -122,6 +122,20 @@ def _mid_job(fleet: Fleet, tenant: str) -> None:
     _wait("a committed unit and a running one", probe)
 
 
+def _first_batch_stored(chroma: ft.OwnServer, tenant: str) -> None:
+    """Wait until the tenant's job has stored its first batch: its first units are running and
+    the last ones are not started yet (the job starts a unit when a slot frees, and a unit that
+    has started runs to its end even after the job has failed)."""
+
+    def probe() -> bool:
+        try:
+            return bool(_stored_texts(chroma, tenant))
+        except Exception:  # noqa: BLE001 - the collection is created by the first batch
+            return False
+
+    _wait("the job's first stored batch", probe)
+
+
 def _units(fleet: Fleet, tenant: str) -> list[tuple[int, str, str]]:
     """``(unit, state, worker)`` of every child execution of the tenant's jobs."""
     out = []
@@ -181,7 +195,9 @@ def test_flux_server_down_past_unit_timeout_fails_readably_and_resubmit_complete
     unit_timeout = 5
     job = _job(tenant, tmp_path / "docs", chroma.url, unit_timeout)
     first = fleet.submit("flux-chroma/ingest_job", job)
-    _mid_job(fleet, tenant)
+    # Not _mid_job: when a unit has completed, the job's last units (2 per slot) may be started
+    # already, and they write every batch left while the job gives up.
+    _first_batch_stored(chroma, tenant)
     fleet.stop_server(signal.SIGKILL)
     # The injected outage: 3x unit_timeout, long past what the job tolerates (it gives up
     # unit_timeout after the server's last answer).
