@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         b.setup()
         report.meta["corpus"] = (
             f"first {max(sizes):,} chunks of the Python {report.meta['machine']['python']} standard "
-            "library's docstrings (bench/corpus.py), 20-70 words / at most 400 characters each"
+            "library's docstrings (bench/corpus.py), 20-70 words / at most 400 characters unless 20 words are longer"
         )
         _run_rows(b)
     finally:
