@@ -6,7 +6,7 @@ from typing import Any
 
 from bench.context import TENANT, Bench
 
-__all__ = ["corpus_file", "jsonl_job"]
+__all__ = ["corpus_file", "jsonl_job", "check_written"]
 
 
 def corpus_file(b: Bench, size: int, source: str | None = None) -> str:
@@ -53,3 +53,15 @@ def jsonl_job(
     if ef is not None:
         job["embedding_function"] = ef
     return job
+
+
+def check_written(row: int, records: int, report: dict[str, Any]) -> None:
+    """Raise unless a job over ``records`` corpus records added and embedded every chunk.
+
+    A record longer than the chunk size is split, so there are at least as many chunks as records.
+    """
+    chunks = report["chunks"]
+    if chunks < records or report["added"] != chunks or report["embedded"] != chunks:
+        raise RuntimeError(
+            f"row {row}: expected every chunk of {records} records added and embedded, got {report}"
+        )

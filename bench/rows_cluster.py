@@ -14,7 +14,7 @@ from statistics import median
 from typing import Any
 
 from bench.context import Bench
-from bench.jobs import corpus_file, jsonl_job
+from bench.jobs import check_written, corpus_file, jsonl_job
 from bench.report import Result, fmt, ratio_result
 from bench.workspace import ROOT
 
@@ -117,15 +117,7 @@ def run_row11(b: Bench) -> None:
             seconds, execution = _submit(fleet, jsonl_job(b, name, path, batch, workers))
             b.drop(b.physical(name))
             report = execution["output"]
-            # n records make at least n chunks (the token chunker splits a long record in two)
-            if (
-                report["chunks"] < n
-                or report["added"] != report["chunks"]
-                or report["embedded"] != report["chunks"]
-            ):
-                raise RuntimeError(
-                    f"row 11: expected every chunk of {n} records added and embedded, got {report}"
-                )
+            check_written(11, n, report)
             rates.append((workers, n / seconds, report))
             if workers == b.plan.cluster_workers[-1]:
                 overhead, per_unit_inline, units, batch_s = _overhead(

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from bench.context import Bench
-from bench.jobs import corpus_file, jsonl_job
+from bench.jobs import check_written, corpus_file, jsonl_job
 from bench.report import fmt, ratio_result
 
 __all__ = ["run_row10", "LATENCY", "PARALLEL"]
@@ -120,9 +120,7 @@ def run_row10(b: Bench) -> None:
         name = f"r10-p{parallel}"
         seconds, out, cpu, server = _run(b, _job(b, name, path, batch, parallel))
         b.drop(b.physical(name))
-        # n records make at least n chunks (a record longer than the chunk size is split)
-        if out["chunks"] < n or out["added"] != out["chunks"] or out["embedded"] != out["chunks"]:
-            raise RuntimeError(f"row 10: expected every chunk of {n} records added and embedded, got {out}")
+        check_written(10, n, out)
         docs_s = n / seconds
         base = base or docs_s
         batches = int(out["batches"])

@@ -50,6 +50,7 @@ NATURAL_DENSE_WEIGHT = 2.0  # dense weight when nothing holds the question word 
 MAX_PHRASE = 300  # longest question (characters) still probed as a whole phrase
 
 _MAX_TERM = 120
+_EXACT_KINDS = ("quoted", "phrase")
 _REGEX_META = frozenset("\\.+*?()|[]{}^$#&-~")
 # Quotes and code spans; a span closes with as many backticks as opened it (reStructuredText
 # and Markdown write ``OLD`` or ``NEW``: never "or" quoted between two spans).
@@ -88,6 +89,11 @@ class Probe:
     clause: dict[str, Any]
     weight: float
     kind: str
+
+    @property
+    def exact(self) -> bool:
+        """A quoted part or the whole question: the asker's own words, matched as they are."""
+        return self.kind in _EXACT_KINDS
 
     @cached_property
     def folded(self) -> str:
@@ -169,7 +175,7 @@ def probes(question: str, *, limit: int = MAX_PROBES) -> list[Probe]:
 
     def add(term: str, clause: dict[str, Any], weight: float, kind: str) -> None:
         key = term.lower()
-        longest = MAX_PHRASE if kind in ("quoted", "phrase") else _MAX_TERM
+        longest = MAX_PHRASE if kind in _EXACT_KINDS else _MAX_TERM
         if len(out) < limit and key not in seen and 2 <= len(term) <= longest:
             seen.add(key)
             out.append(Probe(term, clause, weight, kind))

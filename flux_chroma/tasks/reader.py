@@ -133,10 +133,9 @@ class _Search:
             return {}
         texts = last = self._texts(hybrid.combined_clause(found))
         asked = found
-        for kinds in (("quoted", "phrase", "identifier"), ("quoted", "phrase")):
+        for rarer in ([p for p in found if p.kind != "word"], [p for p in found if p.exact]):
             if len(last) < hybrid.MAX_MATCHES:
                 break
-            rarer = [p for p in asked if p.kind in kinds]
             if rarer and len(rarer) < len(asked):
                 last = self._texts(hybrid.combined_clause(rarer))
                 texts, asked = {**last, **texts}, rarer
@@ -162,7 +161,7 @@ class _Search:
         # Ranked by vector: the records of rare probes (< n matches) and of exact phrases;
         # ranking all of a common probe's matches would cost more than the dense query.
         chosen = {i for p, ids in zip(found, holding, strict=True)
-                  if len(ids) < n or p.kind in ("quoted", "phrase") for i in ids}
+                  if len(ids) < n or p.exact for i in ids}
         ranked = pool.submit(self.by_ids, vector, sorted(chosen), n * max(1, len(found)))
         dense = self.dense([vector], n)[0]
         matched = ranked.result()
@@ -175,7 +174,7 @@ class _Search:
         order = hybrid.fuse(
             [([h["id"] for h in hits], w) for hits, w in zip(lists, weights, strict=True)],
             full=[False] + [len(ids) >= n for ids in holding],
-            exact=[False] + [p.kind in ("quoted", "phrase") for p in found],
+            exact=[False] + [p.exact for p in found],
         )
         return [by_id[rid] for rid in order], len(dense) >= n
 
