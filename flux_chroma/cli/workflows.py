@@ -11,22 +11,13 @@ from flux import ExecutionContext, workflow
 
 from flux_chroma.erasure import erase_tenant
 
-__all__ = ["cli_erase_tenant", "task_options"]
-
-
-def task_options(data: dict[str, Any]) -> dict[str, Any]:
-    """``task.with_options`` keywords from a CLI workflow input (tenant, tenancy, url)."""
-    options: dict[str, Any] = {"tenant": data.get("tenant"), "retry_max_attempts": 0}
-    if data.get("tenancy"):
-        options["tenancy"] = data["tenancy"]
-    if data.get("url"):
-        options["url"] = data["url"]
-    return options
+__all__ = ["cli_erase_tenant"]
 
 
 @workflow.with_options(namespace="flux-chroma-cli")
 async def cli_erase_tenant(ctx: ExecutionContext[dict[str, Any]]) -> Any:
     """Erase ``input.tenant`` (``tenancy``, ``url``, ``confirm``, ``cache_only``; no retries)."""
     data = ctx.input or {}
-    task = erase_tenant.with_options(**task_options(data))
+    options = {key: data[key] for key in ("tenancy", "url") if data.get(key)}
+    task = erase_tenant.with_options(tenant=data.get("tenant"), retry_max_attempts=0, **options)
     return await task(confirm=bool(data.get("confirm")), cache_only=bool(data.get("cache_only")))
