@@ -22,9 +22,8 @@ HIT_LINES = 3
 """Text lines shown per query hit at a terminal's width (four hits fit a 24-line screen)."""
 
 
-def _short(text: Any, limit: int | None) -> str:
-    value = "" if text is None else str(text)
-    value = " ".join(value.split())
+def _short(text: str, limit: int | None) -> str:
+    value = " ".join(text.split())
     return value if limit is None or len(value) <= limit else value[: limit - 1] + "…"
 
 
@@ -54,9 +53,7 @@ def _hit_label(hit: dict[str, Any]) -> str:
     return label
 
 
-def hits_table(
-    hits: Sequence[dict[str, Any]], title: str | None = None, *, wide: bool = False
-) -> None:
+def hits_table(hits: Sequence[dict[str, Any]], title: str, *, wide: bool = False) -> None:
     """Print ranked hits as search results: a header line per hit, then its text.
 
     The header holds the rank, the distance, a readable name (``guide.md #3 > Install``) and
@@ -64,12 +61,10 @@ def hits_table(
     and the metadata instead, each on one line however long.
     """
     if not hits:
-        stdout.print(Text(f"{title}: no hits" if title else "no hits"))
+        stdout.print(Text(f"{title}: no hits"))
         return
     width = _WIDE if wide else max(20, stdout.width)
-    out: list[str] = []
-    if title:
-        out.append(_short(title, None if wide else width))
+    out = [_short(title, None if wide else width)]
     for rank, hit in enumerate(hits, start=1):
         distance = hit.get("distance")
         head = f"{rank:>2}. {'-' if distance is None else f'{float(distance):.4f}'}  "
