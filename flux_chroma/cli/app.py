@@ -274,9 +274,7 @@ def collections(
     with cli_errors(debug=debug, json_out=json_out):
         from flux_chroma.tasks.builtin import list_collections
 
-        settings = check_settings(url)
-        check_tenant(tenant, tenancy)
-        found = run_read(list_collections, {"tenant": tenant, "tenancy": tenancy, "url": settings.url})
+        found = run_read(list_collections, check_collection_target(url, tenant, tenancy))
         if json_out:
             print_json({"tenant": tenant, "collections": found})
         else:

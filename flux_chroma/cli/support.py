@@ -53,9 +53,7 @@ __all__ = [
     "CliError",
     "cli_errors",
     "exit_code_for",
-    "hint_for",
     "print_json",
-    "report_error",
     "check_settings",
     "check_tenant",
     "check_collection_target",
@@ -291,26 +289,26 @@ def check_settings(url: str | None) -> ConnectionSettings:
     return ConnectionSettings.resolve(url)
 
 
-def check_tenant(tenant: str | None, tenancy: str = "prefix") -> str:
-    """Validate ``--tenant`` (None raises ``TenantError``) and ``--tenancy``; return the tenant."""
+def check_tenant(tenant: str | None, tenancy: str = "prefix") -> None:
+    """Validate ``--tenant`` (None raises ``TenantError``) and ``--tenancy``."""
     from flux_chroma.chroma.naming import Namespace, validate_tenant
 
     if tenant is None:
         raise TenantError("no tenant given: every command that touches a collection works inside one tenant.")
     Namespace(validate_tenant(tenant), tenancy)  # type: ignore[arg-type]
-    return tenant
 
 
 def check_collection_target(
-    url: str | None, tenant: str | None, tenancy: str, collection: str
+    url: str | None, tenant: str | None, tenancy: str, collection: str | None = None
 ) -> dict[str, Any]:
-    """Validate ``--url``, ``--tenant``, ``--tenancy`` and ``-c``; return the target
+    """Validate ``--url``, ``--tenant``, ``--tenancy`` and ``-c`` (when given); return the target
     :func:`run_read` takes (``tenant``, ``tenancy`` and the resolved ``url``)."""
     from flux_chroma.chroma.naming import validate_collection_name
 
     settings = check_settings(url)
     check_tenant(tenant, tenancy)
-    validate_collection_name(collection)
+    if collection is not None:
+        validate_collection_name(collection)
     return {"tenant": tenant, "tenancy": tenancy, "url": settings.url}
 
 
