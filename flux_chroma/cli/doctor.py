@@ -90,20 +90,18 @@ def check_versions(server: dict[str, Any] | None) -> list[Check]:
         )
         checks.append(Check(f"version {dist}", "fail", detail))
     if server is None:
-        checks.append(Check("version server", "skip", "server unreachable"))
-        return checks
+        return [*checks, Check("version server", "skip", "server unreachable")]
     api = str(server.get("version") or "")
     api_major = _major(api)
     if api_major is not None and api_major == _major(client_version):
-        status: Status = "ok"
         detail = f"server API {api} matches chromadb client {client_version}"
-    else:
-        status, detail = "fail", (
-            f"server reports API version {api or 'unknown'}, but the chromadb {client_version} "
-            "client needs the same major version. Run the server from the same chromadb "
-            "release (`flux-chroma server` or `chroma run` from this environment)."
-        )
-    return [*checks, Check("version server", status, detail)]
+        return [*checks, Check("version server", "ok", detail)]
+    detail = (
+        f"server reports API version {api or 'unknown'}, but the chromadb {client_version} "
+        "client needs the same major version. Run the server from the same chromadb "
+        "release (`flux-chroma server` or `chroma run` from this environment)."
+    )
+    return [*checks, Check("version server", "fail", detail)]
 
 
 def check_model() -> tuple[Check, Any]:
