@@ -72,14 +72,9 @@ def _persistent_calls(source: str) -> list[int]:
         return [
             n for n, line in enumerate(source.splitlines(), start=1) if _PERSISTENT.search(line.split("#", 1)[0])
         ]
-    lines = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            func = node.func
-            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-            if name == "PersistentClient":
-                lines.append(node.lineno)
-    return sorted(lines)
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    names = [(c.lineno, getattr(c.func, "id", getattr(c.func, "attr", ""))) for c in calls]
+    return sorted(number for number, name in names if name == "PersistentClient")
 
 
 def check_persistent_client(project: Path) -> Check:
