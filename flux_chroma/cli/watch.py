@@ -68,11 +68,6 @@ class JobView:
         """Chunks of batches whose receipts the server stores."""
         return sum(int(r.get("chunks", 0)) for r in self.receipts.values())
 
-    @property
-    def unchanged(self) -> int:
-        """Chunks skipped because they were already stored unchanged."""
-        return sum(int(r.get("skipped", 0)) for r in self.receipts.values())
-
 
 def _get(client: httpx.Client, base: str, execution_id: str) -> dict[str, Any]:
     try:
@@ -180,7 +175,8 @@ def render(view: JobView, rate: float | None) -> list[str]:
         speed = f"  {rate:.1f} chunks/s" if rate else ""
         eta = f"  ETA {_duration((total - done) / rate)}" if rate and total > done and view.state not in TERMINAL else ""
         lines.append(_fit(f"  chunks {done}/{total}{share}{batches}{speed}{eta}"))
-        lines.append(_fit(f"  unchanged {view.unchanged} chunks  skipped files {view.skipped_files}"))
+        unchanged = sum(int(r.get("skipped", 0)) for r in view.receipts.values())
+        lines.append(_fit(f"  unchanged {unchanged} chunks  skipped files {view.skipped_files}"))
     for unit in sorted(view.units.values(), key=lambda u: u.unit):
         of = f"{unit.batches_done}/{unit.batches} batches" if unit.batches else f"{unit.batches_done} batches"
         lines.append(_fit(f"  unit {unit.unit:<3} {unit.state:<10} {of:<14} {unit.worker or '-'}"))
