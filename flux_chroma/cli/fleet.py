@@ -107,15 +107,13 @@ def check_fleet(flux_url: str, *, timeout: float = 120.0) -> list[Check]:
 
 def _collect(client: httpx.Client, started: list[str], workers: list[str], flux_url: str, timeout: float) -> list[Check]:
     deadline = time.monotonic() + timeout
-    pending = dict.fromkeys(started)
     done: dict[str, dict[str, Any]] = {}
-    while pending and time.monotonic() < deadline:
-        for eid in list(pending):
+    while len(done) < len(started) and time.monotonic() < deadline:
+        for eid in [e for e in started if e not in done]:
             execution = client.get(f"/executions/{eid}").json()
             if execution.get("state") in _TERMINAL:
                 done[eid] = execution
-                del pending[eid]
-        if pending:
+        if len(done) < len(started):
             time.sleep(0.5)
     lines: list[Check] = []
     reached: set[str] = set()
