@@ -64,15 +64,7 @@ def restore_error(cls: type[FluxChromaError], message: str, state: dict[str, Any
 
     Used by unpickling and wherever an error is re-raised with a new message (for example one
     read back from a child execution's output), so subclasses with their own ``__init__``
-    arguments come back as themselves.
-
-    Args:
-        cls: The error's class.
-        message: Its message.
-        state: Extra attributes to set (for example ``report``).
-
-    Returns:
-        The error.
+    arguments come back as themselves. ``state``: extra attributes to set (e.g. ``report``).
     """
     err = cls.__new__(cls)
     FluxChromaError.__init__(err, message)
