@@ -21,7 +21,7 @@ from flux_chroma.tasks.builtin import query
 from flux_chroma.tasks.documents import document_key, list_documents
 from flux_chroma.tasks.hybrid import MODES
 
-__all__ = ["DEFAULT_KS", "check_run", "evaluate", "evaluate_collection", "evaluation_steps", "query_modes"]
+__all__ = ["check_run", "evaluate", "evaluate_collection", "evaluation_steps", "query_modes"]
 
 DEFAULT_KS = (1, 5, 10)
 _BATCH = 50
@@ -50,14 +50,6 @@ def check_run(modes: Any, ks: Any) -> tuple[list[str], list[int]]:
     if unknown:  # "default": whatever query does without mode=
         raise ConfigurationError(f"mode {unknown[0]!r} is not a query mode; use one of {list(MODES)} (or 'default').")
     return list(dict.fromkeys(modes)), sorted(set(ks))
-
-
-async def _unknown_documents(collection: str, labels: list[LabelledQuestion], options: Mapping[str, Any]) -> list[str]:
-    """Relevant ids naming no document of the collection (they would score zero silently)."""
-    listed = await list_documents.with_options(**dict(options))(collection)
-    known = {entry["document_id"] for entry in listed}
-    wanted = {doc for q in labels for doc in q["relevant_documents"]}
-    return sorted(doc for doc in wanted if doc not in known and document_key(doc) not in known)
 
 
 async def evaluation_steps(
@@ -91,7 +83,12 @@ async def evaluation_steps(
             chosen = [s for s, q in zip(scores, labels, strict=True) if q.get("kind") == kind]
             report["kinds"].setdefault(kind, {})[mode] = summarize(chosen, ks)
     report["per_question"] = per_question
-    report["unknown_documents"] = await _unknown_documents(collection, labels, options)
+    # Relevant ids naming no document of the collection (they would score zero silently).
+    listed = await list_documents.with_options(**dict(options))(collection)
+    known = {entry["document_id"] for entry in listed}
+    wanted = {doc for q in labels for doc in q["relevant_documents"]}
+    unknown = sorted(doc for doc in wanted if doc not in known and document_key(doc) not in known)
+    report["unknown_documents"] = unknown
     return report
 
 
