@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from flux_chroma.chroma.process import terminate
 from flux_chroma.errors import ServerStartError
 from flux_chroma.local_fleet.postgres import LocalPostgres, free_port
 
@@ -127,12 +128,8 @@ class Processes:
                         os.killpg(member.pid, signal.SIGTERM)  # the group id is the pid we started
             deadline = time.monotonic() + 15
             for member_name, member in batch:
-                try:
-                    member.wait(timeout=max(0.0, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(member.pid, signal.SIGKILL)
-                    member.wait(timeout=10)
+                # Signal 0 sends nothing (SIGTERM went above): wait out the rest, then SIGKILL.
+                terminate(member, max(0.0, deadline - time.monotonic()), 0)
                 self._say(f"stopped {member_name:<9} pid {member.pid} (exit {member.returncode})")
         if self.postgres is not None:
             self.postgres.stop()
