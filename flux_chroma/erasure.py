@@ -29,7 +29,7 @@ from flux_chroma.errors import FluxChromaError, classify_chroma_error
 from flux_chroma.tasks.context import chroma_options, chroma_settings
 from flux_chroma.tasks.decorator import RETRY, chroma_task
 
-__all__ = ["TenantBusyError", "erase_tenant", "erase_tenant_sync"]
+__all__ = ["TenantBusyError", "erase_tenant"]
 
 _PAGE = 1000
 

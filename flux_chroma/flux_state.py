@@ -21,10 +21,8 @@ from pathlib import Path
 from flux_chroma.errors import ConfigurationError
 
 __all__ = [
-    "DEFAULT_FLUX_HOME",
     "ensure_flux_db_folder",
     "flux_home",
-    "flux_sqlite_path",
     "quiet_flux_logs",
     "resolve_flux_home",
 ]
@@ -58,10 +56,9 @@ def flux_sqlite_path() -> Path | None:
         url = str(Configuration.get().settings.database_url)
     except (AttributeError, RuntimeError):  # a runner child's settings snapshot
         return None
-    prefix = "sqlite:///"
-    if not url.startswith(prefix):
+    if not url.startswith("sqlite:///"):
         return None
-    database = url[len(prefix) :].split("?", 1)[0]
+    database = url.removeprefix("sqlite:///").split("?", 1)[0]
     if database in ("", ":memory:") or database.startswith("file:"):
         return None
     return Path(database).expanduser().resolve()

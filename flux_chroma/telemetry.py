@@ -16,7 +16,6 @@ from contextlib import contextmanager
 from typing import Any
 
 __all__ = [
-    "METER_NAME",
     "METRICS",
     "count",
     "enabled",

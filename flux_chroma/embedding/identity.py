@@ -42,7 +42,6 @@ __all__ = [
     "fingerprints_match",
     "load_fingerprint",
     "model_files_key",
-    "save_fingerprint",
     "uncacheable_reason",
 ]
 

@@ -23,14 +23,12 @@ from flux_chroma.errors import ConfigurationError, ModelNotAvailableError
 __all__ = [
     "ATTENTION_BUDGET",
     "EMBED_THREADS_ENV",
-    "MAX_THREADS",
     "cpu_count",
     "threads_per_process",
     "run_sizes",
     "load_session",
     "load_tokenizers",
     "pool",
-    "session_threads",
     "validate_threads",
 ]
 

@@ -6,7 +6,7 @@ The one launcher behind ``examples/distributed/run_local.py``, the benchmarks an
 from __future__ import annotations
 
 from flux_chroma.local_fleet.fleet import LIVENESS, LocalFleet
-from flux_chroma.local_fleet.postgres import LocalPostgres, PostgresUnavailable, postgres_bin_dir
+from flux_chroma.local_fleet.postgres import LocalPostgres
 from flux_chroma.local_fleet.processes import (
     Processes,
     clean_env,
@@ -20,12 +20,10 @@ __all__ = [
     "LIVENESS",
     "LocalFleet",
     "LocalPostgres",
-    "PostgresUnavailable",
     "Processes",
     "clean_env",
     "flux_cli",
     "free_port",
-    "postgres_bin_dir",
     "tool",
     "wait_for",
 ]
