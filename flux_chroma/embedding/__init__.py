@@ -17,11 +17,9 @@ if TYPE_CHECKING:
     from flux_chroma.embedding.fast_default import (
         MAX_TOKENS,
         MODEL_DIR_ENV,
-        MODEL_FILES,
         FastDefaultEmbedding,
         chroma_default_model_dir,
         ensure_model_available,
-        local_model_dir,
     )
     from flux_chroma.embedding.identity import (
         CANARY_TEXTS,
@@ -42,11 +40,9 @@ _LAZY = {
     "fast_default": (
         "MAX_TOKENS",
         "MODEL_DIR_ENV",
-        "MODEL_FILES",
         "FastDefaultEmbedding",
         "chroma_default_model_dir",
         "ensure_model_available",
-        "local_model_dir",
     ),
     "identity": (
         "CANARY_TEXTS",
@@ -67,7 +63,6 @@ __all__ = [
     "DEFAULT_TOLERANCE",
     "MAX_TOKENS",
     "MODEL_DIR_ENV",
-    "MODEL_FILES",
     "CacheStats",
     "CachingEmbedder",
     "EmbedResult",
@@ -82,5 +77,4 @@ __all__ = [
     "ensure_model_available",
     "fingerprint_from_vectors",
     "fingerprints_match",
-    "local_model_dir",
 ]

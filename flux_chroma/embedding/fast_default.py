@@ -44,7 +44,6 @@ __all__ = [
     "chroma_default_model_dir",
     "ensure_model_available",
     "local_model_dir",
-    "model_not_available_error",
 ]
 
 
