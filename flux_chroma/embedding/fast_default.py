@@ -199,11 +199,10 @@ class FastDefaultEmbedding(EmbeddingFunction[Documents]):
             start += count
             width = int(lengths[rows].max())
             ids = np.zeros((len(rows), width), dtype=np.int64)
-            mask = np.zeros((len(rows), width), dtype=np.int64)
             for r, idx in enumerate(rows):
-                enc = encodings[idx]
-                ids[r, : len(enc.ids)] = enc.ids
-                mask[r, : len(enc.ids)] = enc.attention_mask
+                ids[r, : lengths[idx]] = encodings[idx].ids
+            # Unpadded encodings attend to every token: the mask is 1 up to each text's length.
+            mask = (np.arange(width) < lengths[rows][:, np.newaxis]).astype(np.int64)
             hidden = session.run(
                 None,
                 {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
