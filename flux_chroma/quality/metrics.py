@@ -36,8 +36,7 @@ def score_question(hit_ids: Sequence[str], relevant: Iterable[str], ks: Sequence
     gains: list[int] = []
     for rank, hit in enumerate(hit_ids, 1):
         new = ({hit, document_key(hit)} & wanted) - set(found_at)  # a hit answers for its document too
-        for item in new:
-            found_at[item] = rank
+        found_at.update(dict.fromkeys(new, rank))
         gains.append(1 if new else 0)
     out: dict[str, Any] = {f"recall@{k}": sum(1 for r in found_at.values() if r <= k) / len(wanted) for k in ks}
     first = min(found_at.values(), default=None)
