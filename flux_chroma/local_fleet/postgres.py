@@ -10,14 +10,13 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 from typing import Self
 
-from flux_chroma.chroma.process import terminate
+from flux_chroma.chroma.process import probe_port, terminate
 from flux_chroma.errors import ServerStartError
 
 __all__ = ["LocalPostgres", "postgres_bin_dir", "PostgresUnavailable", "free_port"]
@@ -49,9 +48,7 @@ def postgres_bin_dir() -> Path:
 
 def free_port() -> int:
     """A free TCP port on 127.0.0.1 (for PostgreSQL, the Flux server, ...)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return probe_port("127.0.0.1", 0)
 
 
 class LocalPostgres:
