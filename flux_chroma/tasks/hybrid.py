@@ -29,9 +29,7 @@ __all__ = [
     "escape_regex",
     "fuse",
     "path_prefix_filter",
-    "phrase_regex",
     "probes",
-    "text_key",
     "validate_mode",
     "validate_path_prefix",
 ]
@@ -225,8 +223,7 @@ def fuse(
             scores[rid] = scores.get(rid, 0.0) + w / (RRF_K + rank)
         if exact is not None and exact[index]:
             promoted.update(ids)
-    order = {rid: i for i, rid in enumerate(scores)}
-    return sorted(scores, key=lambda rid: (rid not in promoted, -scores[rid], order[rid]))
+    return sorted(scores, key=lambda rid: (rid not in promoted, -scores[rid]))  # a stable sort
 
 
 def text_key(hit: Hit) -> str:

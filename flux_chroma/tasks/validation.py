@@ -16,7 +16,6 @@ from typing import Any
 from flux_chroma.errors import DuplicateIdError, InvalidDocumentError, InvalidQueryError
 
 __all__ = [
-    "MAX_DOC_ID",
     "RESERVED_PREFIX",
     "Document",
     "doc_key_of",
