@@ -159,12 +159,6 @@ class ChromaTask(task):
             **flux_options,
         )
 
-    def _flux_options(self) -> dict[str, Any]:
-        kept = {name: getattr(self, name) for name in _KEPT_FLUX_OPTIONS}
-        token_secret = self.options.token_secret
-        kept["secret_requests"] = [s for s in self.secret_requests if s != token_secret]
-        return kept
-
     def _with_options(self, **kwargs: Any) -> ChromaTask:  # type: ignore[override]
         """Return a new task with merged Flux and flux-chroma options (``cache``: embedding reuse).
 
@@ -172,7 +166,9 @@ class ChromaTask(task):
             ConfigurationError: An unknown option, or an invalid value.
         """
         chroma, flux = split_options(f"{self.definition.__name__}.with_options()", kwargs)
-        merged = self._flux_options()
+        merged = {name: getattr(self, name) for name in _KEPT_FLUX_OPTIONS}
+        token_secret = self.options.token_secret  # re-added by __init__ from the new options
+        merged["secret_requests"] = [s for s in self.secret_requests if s != token_secret]
         merged.update({k: v for k, v in flux.items() if v is not None})
         name = merged.pop("name", None) or self._explicit_name
         return ChromaTask(self.definition, replace(self.options, **chroma), name=name, **merged)
@@ -234,10 +230,9 @@ def emit_progress(value: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
 
     loop = asyncio.get_running_loop()
     context = contextvars.copy_context()
-    base = dict(value)
 
     def send(update: dict[str, Any]) -> None:
-        payload = {**base, **update}
+        payload = {**value, **update}
         loop.call_soon_threadsafe(lambda: loop.create_task(progress(payload), context=context))
 
     return send
