@@ -305,7 +305,6 @@ class ChromaServer:
                 f"Chroma server for {self._path} on {self._host}:{port} exited with code {code} "
                 f"before answering. {self._log_hint(offset)}"
             )
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def _wait_ready(self, proc: subprocess.Popen[bytes]) -> int | None:
         """Return None once the heartbeat answers, or the exit code if the child exits."""
