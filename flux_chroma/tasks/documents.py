@@ -260,8 +260,7 @@ async def expand_hit(collection: str, hit_id: str, window: int = 1) -> Passage:
             return _passage(hit_id, found, 1, hit_id)
         doc_key, index = parsed
         rows = _chunks_of(coll, doc_key, found[0][2]) or found
-        indexes = [(parse_chunk_id(rid) or ("", 0))[1] for rid, _, _ in rows]
-        near = [row for row, i in zip(rows, indexes, strict=True) if index - window <= i <= index + window]
+        near = [r for r in rows if abs((parse_chunk_id(r[0]) or ("", 0))[1] - index) <= window]
         return _passage(_source_document(found[0][2] or {}) or doc_key, near, len(rows), hit_id)
 
     return await use_collection(collection, read, action="expand_hit")
