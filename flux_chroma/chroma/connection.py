@@ -100,8 +100,9 @@ def _not_chroma(url: str, path: str, response: httpx.Response, why: str) -> NotC
     )
 
 
-def _chroma_json(url: str, path: str, response: httpx.Response, key: str) -> dict[str, Any]:
-    """The JSON object Chroma answers on ``path`` (it must hold ``key``)."""
+def _chroma_json(http: httpx.Client, url: str, path: str, key: str) -> dict[str, Any]:
+    """The JSON object Chroma answers on ``GET /api/v2{path}`` (it must hold ``key``)."""
+    response = http.get(f"{url}/api/v2{path}")
     status = response.status_code
     if status in (401, 403) or status >= 500 or status in (408, 425, 429):
         response.raise_for_status()  # credentials or transient: classified by the caller
@@ -126,14 +127,11 @@ def server_info(settings: ConnectionSettings) -> dict[str, Any]:
         ChromaUnavailableError: The server did not answer in time.
         NotChromaServerError: Something answers at the URL, but not Chroma.
     """
-    base = settings.url + "/api/v2"
     try:
         with _session(settings) as http:
-            beat = _chroma_json(settings.url, "/heartbeat", http.get(base + "/heartbeat"), "nanosecond heartbeat")
-            checks = _chroma_json(
-                settings.url, "/pre-flight-checks", http.get(base + "/pre-flight-checks"), "max_batch_size"
-            )
-            version = http.get(base + "/version")
+            beat = _chroma_json(http, settings.url, "/heartbeat", "nanosecond heartbeat")
+            checks = _chroma_json(http, settings.url, "/pre-flight-checks", "max_batch_size")
+            version = http.get(settings.url + "/api/v2/version")
             return {
                 "heartbeat": beat,
                 "max_batch_size": int(checks.get("max_batch_size") or 0),
