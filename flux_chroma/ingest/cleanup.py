@@ -11,7 +11,6 @@ document's old chunks); ``full`` also those of documents gone from the sources.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from flux_chroma.chroma.collections import Resolved, Target, pages, with_collection
@@ -25,7 +24,7 @@ from flux_chroma.ingest.plan import live_chunks
 from flux_chroma.ingest.sources import source_location
 from flux_chroma.ingest.spec import IngestJob
 
-__all__ = ["cleanup_stale", "claim_sources", "source_metadata", "source_scope", "SOURCE_KEY", "LOCATION_KEY", "doc_key_from_id"]
+__all__ = ["cleanup_stale", "claim_sources", "source_metadata", "source_scope", "SOURCE_KEY", "LOCATION_KEY"]
 
 SOURCE_KEY = "fc_source"
 """Metadata key holding the id of the job source that wrote a chunk."""
@@ -120,21 +119,6 @@ def claim_sources(target: Target, job: IngestJob, *, ef: Any = None, adopt: bool
         return {}  # nothing was ever written
 
 
-def doc_key_from_id(record_id: str) -> str:
-    """The document key inside a chunk id (``{doc}#{index}:{hash}``)."""
-    return record_id.rsplit("#", 1)[0]
-
-
-def _stale_ids(resolved: Resolved, where: dict[str, Any], page: int, is_stale: Callable[[str], bool]) -> tuple[int, list[str]]:
-    """Page through the job's stored ids; keep only the stale ones (memory follows those)."""
-    stale: list[str] = []
-    scanned = 0
-    for got in pages(resolved.collection, page, where=where, include=[]):
-        scanned += len(got["ids"])
-        stale.extend(rid for rid in got["ids"] if is_stale(rid))
-    return scanned, stale
-
-
 def cleanup_stale(target: Target, job: IngestJob, expected_digest: str | None, *, ef: Any = None, page: int = 1000) -> dict[str, Any]:
     """Delete the job's stale chunks from its collection (idempotent).
 
@@ -159,11 +143,15 @@ def cleanup_stale(target: Target, job: IngestJob, expected_digest: str | None, *
             "written; cleanup deleted nothing. Run the job again to re-plan from the current content."
         )
 
-    def is_stale(rid: str) -> bool:
-        return rid not in live and (mode == "full" or doc_key_from_id(rid) in docs)
+    def is_stale(rid: str) -> bool:  # a chunk id is {document key}#{index}:{hash}
+        return rid not in live and (mode == "full" or rid.rsplit("#", 1)[0] in docs)
 
     def run(resolved: Resolved) -> dict[str, Any]:
-        scanned, stale = _stale_ids(resolved, source_scope(job.sources), page, is_stale)
+        stale: list[str] = []  # only the stale ids are kept: memory follows those
+        scanned = 0
+        for got in pages(resolved.collection, page, where=source_scope(job.sources), include=[]):
+            scanned += len(got["ids"])
+            stale.extend(rid for rid in got["ids"] if is_stale(rid))
         for start in range(0, len(stale), page):
             resolved.collection.delete(ids=stale[start : start + page])
         return {"mode": mode, "scanned": scanned, "deleted": len(stale)}
