@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from stat import S_ISREG
 from typing import Any
@@ -29,15 +29,12 @@ from flux_chroma.embedding.model_files import (
 )
 from flux_chroma.errors import ConfigurationError, ModelNotAvailableError
 
-__all__ = ["ModelTokens", "tokens_for_spec", "tokens_of", "default_model_tokens", "DEFAULT_NAMES"]
+__all__ = ["ModelTokens", "tokens_for_spec", "default_model_tokens", "DEFAULT_NAMES"]
 
 DEFAULT_NAMES = ("default", "flux-chroma-default")
 """Embedding-function names that mean the default model (all-MiniLM-L6-v2)."""
 COUNT_SLICE = 512
 """Texts :meth:`ModelTokens.counts` encodes at once (memory, not speed, sets it)."""
-
-_LOCK = threading.Lock()
-_CACHE: dict[tuple[str, int, int], ModelTokens] = {}
 
 
 @dataclass(frozen=True)
@@ -90,27 +87,20 @@ def _prepared(tokenizer: Any, max_tokens: Any, model: str, digest: str) -> Model
     return ModelTokens(tokenizer, max_tokens, specials, model, f"{model} tokenizer sha256:{digest}")
 
 
-def _load_file(path: Path, stat: os.stat_result, model: str, max_tokens: int) -> ModelTokens:
-    # Asked once per document while planning: one stat() per call, no resolve() (an lstat per
-    # path component), so a 20,000-record plan does not spend a third of its time here.
-    key = (str(path), stat.st_mtime_ns, stat.st_size)
-    with _LOCK:
-        cached = _CACHE.get(key)
-        if cached is not None:
-            return cached
-        from tokenizers import Tokenizer
+@cache
+def _load_file(path: Path, mtime_ns: int, size: int) -> ModelTokens:
+    """The default model's tokenizer file, loaded once per version (modification time, size)."""
+    from tokenizers import Tokenizer
 
-        data = path.read_bytes()
-        try:
-            tokenizer = Tokenizer.from_str(data.decode("utf-8"))
-        except Exception as exc:
-            raise ModelNotAvailableError(
-                f"the tokenizer file {path} could not be loaded ({type(exc).__name__}: {exc}). Replace the "
-                "model folder with an intact copy."
-            ) from exc
-        tokens = _prepared(tokenizer, max_tokens, model, hashlib.sha256(data).hexdigest()[:16])
-        _CACHE[key] = tokens
-        return tokens
+    data = path.read_bytes()
+    try:
+        tokenizer = Tokenizer.from_str(data.decode("utf-8"))
+    except Exception as exc:
+        raise ModelNotAvailableError(
+            f"the tokenizer file {path} could not be loaded ({type(exc).__name__}: {exc}). Replace the "
+            "model folder with an intact copy."
+        ) from exc
+    return _prepared(tokenizer, MAX_TOKENS, MODEL_NAME, hashlib.sha256(data).hexdigest()[:16])
 
 
 def default_model_tokens() -> ModelTokens:
@@ -123,37 +113,16 @@ def default_model_tokens() -> ModelTokens:
     folders.append(chroma_default_model_dir())
     for folder in folders:
         path = folder / "tokenizer.json"
+        # Asked once per document while planning: one stat() per call, no resolve() (an lstat per
+        # path component), so a 20,000-record plan does not spend a third of its time here.
         try:
             stat = path.stat()
         except OSError:
             continue
         if S_ISREG(stat.st_mode):
-            return _load_file(path, stat, MODEL_NAME, MAX_TOKENS)
+            return _load_file(path, stat.st_mtime_ns, stat.st_size)
     looked = [(folder, ["tokenizer.json"]) for folder in folders]
     raise model_not_available_error("chunking (token counts)", looked)
-
-
-def tokens_of(embedding_function: Any) -> ModelTokens | None:
-    """What an embedding function declares (``tokenizer()``, ``max_tokens``), or ``None``.
-
-    Chroma's default model and flux-chroma's fast build of it are recognised by name.
-
-    Raises:
-        ModelNotAvailableError: The default model's tokenizer file is missing.
-        ConfigurationError: ``max_tokens`` is not a usable integer.
-    """
-    if embedding_function is None:
-        return default_model_tokens()
-    make = getattr(embedding_function, "tokenizer", None)
-    if callable(make):
-        limit = getattr(embedding_function, "max_tokens", None)
-        limit = limit() if callable(limit) else limit
-        name = _name(embedding_function)
-        tokenizer = make()
-        return _prepared(tokenizer, limit, name, hashlib.sha256(tokenizer.to_str().encode("utf-8")).hexdigest()[:16])
-    if _name(embedding_function) in DEFAULT_NAMES + ("onnx_mini_lm_l6_v2",):
-        return default_model_tokens()
-    return None
 
 
 def _name(embedding_function: Any) -> str:
@@ -169,7 +138,9 @@ def tokens_for_spec(spec: dict[str, Any] | None) -> ModelTokens | None:
     """The tokens of the model a job's ``embedding_function`` spec names.
 
     The default model's are read from its ``tokenizer.json`` (nothing is built); another
-    function is built from chromadb's registry and asked with :func:`tokens_of`.
+    function is built from chromadb's registry and asked what it declares (``tokenizer()``,
+    ``max_tokens``); Chroma's default model and flux-chroma's fast build of it are recognised
+    by name. ``None``: the function declares no tokenizer.
 
     Raises:
         ModelNotAvailableError: The default model's tokenizer file is missing.
@@ -179,4 +150,14 @@ def tokens_for_spec(spec: dict[str, Any] | None) -> ModelTokens | None:
         return default_model_tokens()
     from flux_chroma.ingest.spec import embedding_from_spec
 
-    return tokens_of(embedding_from_spec(spec))
+    ef = embedding_from_spec(spec)
+    make = getattr(ef, "tokenizer", None)
+    if callable(make):
+        limit = getattr(ef, "max_tokens", None)
+        limit = limit() if callable(limit) else limit
+        tokenizer = make()
+        digest = hashlib.sha256(tokenizer.to_str().encode("utf-8")).hexdigest()[:16]
+        return _prepared(tokenizer, limit, _name(ef), digest)
+    if _name(ef) in DEFAULT_NAMES + ("onnx_mini_lm_l6_v2",):
+        return default_model_tokens()
+    return None
