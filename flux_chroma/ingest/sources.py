@@ -241,13 +241,6 @@ def _matcher(patterns: list[str], root: Path) -> Callable[[str], bool]:
     return lambda rel: regex.match(rel) is not None
 
 
-def _depth(patterns: list[str]) -> int | None:
-    """How many folders deep the patterns can match (``None``: any depth, a ``**`` pattern)."""
-    if any("**" in p for p in patterns):
-        return None
-    return max(p.count("/") for p in patterns)
-
-
 def file_census(src: Mapping[str, Any]) -> FileCensus:
     """List a ``files`` source: one walk, symlinked folders not entered (but named), unlistable ones matched.
 
@@ -257,8 +250,10 @@ def file_census(src: Mapping[str, Any]) -> FileCensus:
     root = Path(src["path"])
     if not root.is_dir():
         raise SourceChangedError(f"source {src['id']!r}: directory {root} does not exist (or is not a directory).")
-    include, exclude = _matcher(list(src["glob"]), root), _matcher(list(src.get("exclude") or []), root)
-    depth = _depth(list(src["glob"]))
+    globs = list(src["glob"])
+    include, exclude = _matcher(globs, root), _matcher(list(src.get("exclude") or []), root)
+    # How many folders deep the patterns can match (None: any depth, a ** pattern).
+    depth = None if any("**" in p for p in globs) else max(p.count("/") for p in globs)
     unreadable: list[str] = []
     matched: list[str] = []
     links: list[str] = []
@@ -287,7 +282,7 @@ def file_census(src: Mapping[str, Any]) -> FileCensus:
             else:
                 matched.append(rel)
     matched.extend(rel for rel in unreadable if not exclude(rel))
-    if not any(char in p for p in src["glob"] for char in "*?["):
+    if not any(char in p for p in globs for char in "*?["):
         unmatched, sample = 0, []  # named files (one file on the command line): their neighbours were never candidates
     return FileCensus(sorted(matched), unmatched, excluded, sorted(links), sample)
 
