@@ -77,12 +77,8 @@ class ChunkingOptions:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form used in job specs (only what was set, plus the unit)."""
-        out: dict[str, Any] = {"unit": self.unit}
-        if self.size is not None:
-            out["size"] = self.size
-        if self.overlap is not None:
-            out["overlap"] = self.overlap
-        return out
+        out = {"unit": self.unit, "size": self.size, "overlap": self.overlap}
+        return {key: value for key, value in out.items() if value is not None}
 
 
 def _spans(text: str, size: int) -> list[tuple[int, int]]:
@@ -133,10 +129,6 @@ def split_text(text: str, options: ChunkingOptions) -> list[str]:
     return [text[s:e] for s, e in split_spans(text, size, overlap)]
 
 
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def chunk_id(doc_id: str, index: int, text: str) -> str:
     """Deterministic id of chunk ``index`` of document ``doc_id`` with content ``text``.
 
@@ -144,4 +136,4 @@ def chunk_id(doc_id: str, index: int, text: str) -> str:
         >>> chunk_id("docs/a.md", 0, "hello")
         'docs/a.md#0:2cf24dba5fb0'
     """
-    return f"{doc_key_of(doc_id)}#{index}:{_sha(text)[:12]}"
+    return f"{doc_key_of(doc_id)}#{index}:{hashlib.sha256(text.encode('utf-8')).hexdigest()[:12]}"

@@ -102,9 +102,8 @@ def embedding_from_spec(spec: dict[str, Any] | None) -> Any:
     if spec is None:
         return None
     key = canonical_json(spec)
-    cached = _EF_CACHE.get(key)
-    if cached is not None:
-        return cached
+    if key in _EF_CACHE:
+        return _EF_CACHE[key]
     if spec["name"] == "default" and not spec["config"]:
         from flux_chroma.embedding import FastDefaultEmbedding
 
@@ -226,21 +225,17 @@ class IngestJob:
             "duplicates": self.duplicates,
             "cleanup": self.cleanup,
         }
-        if self.embedding_function is not None:
-            out["embedding_function"] = self.embedding_function
-        if self.options:
-            out["options"] = dict(self.options)
-        if self.key is not None:
-            out["key"] = self.key
-        if self.parallel != 1:
-            out["parallel"] = self.parallel
-        return out
+        optional = {
+            "embedding_function": self.embedding_function,
+            "options": dict(self.options) or None,
+            "key": self.key,
+            "parallel": None if self.parallel == 1 else self.parallel,
+        }
+        return out | {key: value for key, value in optional.items() if value is not None}
 
     def work_dict(self) -> dict[str, Any]:
         """:meth:`to_dict` without ``parallel``: task ids must not depend on units in flight."""
-        out = self.to_dict()
-        out.pop("parallel", None)
-        return out
+        return {key: value for key, value in self.to_dict().items() if key != "parallel"}
 
     @property
     def job_key(self) -> str:
