@@ -73,9 +73,7 @@ def _plan_sync(target: Target, job: IngestJob, expected: str | None, options: Ch
             f"the sources of ingestion job {job.tenant}/{job.collection} changed between submission and "
             "planning; nothing was written. Submit the job again."
         )
-    plan["collection"] = resolved.name
-    plan["physical_name"] = resolved.physical
-    return plan
+    return {**plan, "collection": resolved.name, "physical_name": resolved.physical}
 
 
 @chroma_task(**RETRY)

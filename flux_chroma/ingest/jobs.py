@@ -97,11 +97,6 @@ def _job_lock(base: str) -> Iterator[None]:
         yield
 
 
-def _replayable_events(previous: ExecutionContext[Any]) -> list[Any]:
-    done = {e.source_id for e in previous.events if e.type == ExecutionEventType.TASK_COMPLETED}
-    return [e for e in previous.events if e.type in _TASK_EVENTS and e.source_id in done]
-
-
 def committed_work(events: list[Any]) -> dict[str, int | None]:
     """What an event log already holds: ``{"committed": batches, "committed_chunks": chunks,
     "batches": planned total or None}``."""
@@ -161,8 +156,10 @@ def run_durable(
             eid = execution_id(base, run)
             if state in _RESUMABLE:
                 return _run(wf, execution_store().get(eid), on_progress, resumed_from=eid)
-            if state in _RERUN_WITH_REPLAY:
-                copied = _replayable_events(execution_store().get(eid))
+            if state in _RERUN_WITH_REPLAY:  # copy the events of its completed tasks
+                events = execution_store().get(eid).events
+                done = {e.source_id for e in events if e.type == ExecutionEventType.TASK_COMPLETED}
+                copied = [e for e in events if e.type in _TASK_EVENTS and e.source_id in done]
                 replayed_from = eid
             elif state != "COMPLETED":
                 raise ConfigurationError(

@@ -425,11 +425,9 @@ class LiveSet:
 
         self.keys = np.unique(np.frombuffer(keys, dtype=np.uint64))
 
-    def __contains__(self, text: object) -> bool:
+    def __contains__(self, text: str) -> bool:
         import numpy as np
 
-        if not isinstance(text, str):
-            return False
         key = np.uint64(key64(text))
         at = int(np.searchsorted(self.keys, key))
         return at < len(self.keys) and bool(self.keys[at] == key)
