@@ -39,6 +39,7 @@ BUILTIN_KINDS = ("files", "jsonl")
 MAX_LOCATION = 200
 """A custom loader's location longer than this is stored as a digest of its parameters."""
 _NOT_PARAMS = ("kind", "id", "relocate")  # job-level fields, never a loader's parameters
+_RECORD_FIELDS = {"id_field": "id", "text_field": "text", "metadata_field": "metadata"}  # defaults
 _LOADERS: dict[str, Loader] = {}
 
 
@@ -178,15 +179,10 @@ def normalize_source(raw: Any, position: int) -> dict[str, Any]:
         if excludes:
             src["exclude"] = excludes
     elif kind == "jsonl":
-        allowed = {"kind", "id", "path", "id_field", "text_field", "metadata_field"}
+        allowed = {"kind", "id", "path", *_RECORD_FIELDS}
         path = _absolute(src["path"])
-        src.update(
-            path=str(path),
-            id=src.get("id") or default_source_id(path.stem, str(path)),
-            id_field=src.get("id_field", "id"),
-            text_field=src.get("text_field", "text"),
-            metadata_field=src.get("metadata_field", "metadata"),
-        )
+        src.update(path=str(path), id=src.get("id") or default_source_id(path.stem, str(path)))
+        src.update({key: src.get(key, default) for key, default in _RECORD_FIELDS.items()})
     else:
         allowed = set(src)  # custom loaders own their parameters
         if not src.get("id"):
@@ -385,7 +381,7 @@ def _custom_units(src: dict[str, Any], start: int) -> Iterator[Unit]:
         )
     params = {k: v for k, v in src.items() if k not in ("kind", "relocate")}
     for position, record in enumerate(islice(loader(params), start, None), start=start):
-        yield _record_unit({"id_field": "id", "text_field": "text", "metadata_field": "metadata", **src}, record, position, f"record #{position}")
+        yield _record_unit({**_RECORD_FIELDS, **src}, record, position, f"record #{position}")
 
 
 def iter_units(
