@@ -21,7 +21,7 @@ import stat
 import zipfile
 import zlib
 from dataclasses import dataclass, replace
-from functools import cache
+from functools import cache, lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from importlib.util import find_spec
 from pathlib import PurePosixPath
@@ -409,8 +409,19 @@ def _convert(data: bytes, fmt: str, encoding: str) -> Converted:
     return Converted(_check_prose(text), fmt, converter, title, pages)
 
 
-_RECENT: dict[tuple[Any, ...], Converted] = {}
-_RECENT_SIZE = 2
+def _read(path: str, name: str, encoding: str, identity: tuple[int, ...] | None) -> Converted:
+    """Raises :class:`_Skip`, so a skip is never cached; ``identity`` only keys :data:`_recent`."""
+    fmt, gzipped = format_of(name)
+    data = _read_bytes(path)
+    if gzipped:
+        data = _gunzip(data)
+    converted = _convert(data, fmt, encoding)
+    if gzipped:
+        converted = replace(converted, converter="+".join(filter(None, ("gzip", converted.converter))))
+    return converted
+
+
+_recent = lru_cache(maxsize=2)(_read)
 """Conversions kept per process: a batch starts with the file the previous batch ended with."""
 
 
@@ -423,24 +434,10 @@ def read_file(path: str, name: str, encoding: str = "utf-8") -> Converted | Skip
     """
     try:
         info = os.stat(path)
-        key: tuple[Any, ...] | None = (path, name, encoding, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        identity = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
     except OSError:
-        key = None
-    if key in _RECENT:
-        return _RECENT[key]
-    fmt, gzipped = format_of(name)
+        identity = None
     try:
-        data = _read_bytes(path)
-        if gzipped:
-            data = _gunzip(data)
-        converted = _convert(data, fmt, encoding)
+        return (_read if identity is None else _recent)(path, name, encoding, identity)
     except _Skip as skip:
         return Skipped(str(skip))
-    if gzipped:
-        converter = "+".join(filter(None, ("gzip", converted.converter)))
-        converted = replace(converted, converter=converter)
-    if key is not None:
-        while len(_RECENT) >= _RECENT_SIZE:
-            del _RECENT[next(iter(_RECENT))]
-        _RECENT[key] = converted
-    return converted
