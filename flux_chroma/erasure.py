@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
-import hashlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,10 +37,6 @@ class TenantBusyError(FluxChromaError):
     """An ingestion job of the tenant runs (or something wrote to it) while it is being erased."""
 
 
-def _hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
 def _collections(settings: ConnectionSettings, database: str | None) -> list[Any]:
     try:
         return list(get_client(settings, database).list_collections())
@@ -52,11 +47,14 @@ def _collections(settings: ConnectionSettings, database: str | None) -> list[Any
         raise mapped from None
 
 
-def _documents(collection: Any) -> Iterator[str]:
+def _text_hashes(collection: Any) -> Iterator[str]:
+    """The embedding cache's text hash of every document the collection stores."""
+    from flux_chroma.embedding.cache import text_hash
+
     total = collection.count()
     for offset in range(0, total, _PAGE):
         got = collection.get(limit=_PAGE, offset=offset, include=["documents"])
-        yield from (d for d in got["documents"] or [] if isinstance(d, str))
+        yield from (text_hash(d) for d in got["documents"] or [] if isinstance(d, str))
 
 
 def _databases(settings: ConnectionSettings) -> list[str | None]:
@@ -80,7 +78,7 @@ def _other_hashes(namespace: Namespace, settings: ConnectionSettings, wanted: se
         for collection in _collections(settings, database):
             if database is None and namespace.tenancy == "prefix" and namespace.owns(collection.name):
                 continue
-            shared.update(h for h in map(_hash, _documents(collection)) if h in wanted)
+            shared.update(h for h in _text_hashes(collection) if h in wanted)
             if shared == wanted:
                 return shared
     return shared
@@ -101,22 +99,6 @@ def _busy_jobs(tenant: str) -> list[str]:
     return busy
 
 
-def _cache_entries(directory: Path, hashes: set[str], delete: bool) -> int:
-    """Entries of the cache at ``directory`` whose text hash is in ``hashes`` (deleted if asked)."""
-    if not hashes or not (directory / "cache.db").exists():
-        return 0
-    import diskcache
-
-    from flux_chroma.embedding.cache_storage import SafeDisk
-
-    with diskcache.Cache(str(directory), disk=SafeDisk) as cache:
-        keys = [k for k in cache.iterkeys() if isinstance(k, str) and k.split(":")[-1] in hashes]
-        if delete:
-            for key in keys:
-                cache.delete(key)
-    return len(keys)
-
-
 def erase_tenant_sync(
     namespace: Namespace,
     settings: ConnectionSettings,
@@ -130,7 +112,7 @@ def erase_tenant_sync(
     The synchronous body of :func:`erase_tenant`, with the same receipt and errors;
     ``cache_dir`` defaults to the default cache folder.
     """
-    from flux_chroma.embedding.cache import default_cache_dir
+    from flux_chroma.embedding.cache import default_cache_dir, text_entries
 
     tenant = namespace.tenant
     busy = _busy_jobs(tenant)
@@ -142,11 +124,11 @@ def erase_tenant_sync(
     collections = _mine(namespace, settings)
     aliases = list_aliases(settings, namespace) if collections else {}
     records = {c.name: c.count() for c in collections}
-    hashes = {h for c in collections for h in map(_hash, _documents(c))}
+    hashes = {h for c in collections for h in _text_hashes(c)}
     shared = _other_hashes(namespace, settings, hashes) if hashes else set()
     directory = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
-    kept = _cache_entries(directory, shared, delete=False)
-    removed = _cache_entries(directory, hashes - shared, delete=confirm)
+    kept = text_entries(directory, shared)
+    removed = text_entries(directory, hashes - shared, delete=confirm)
     deleted_database = False
     if confirm and not cache_only:
         for collection in collections:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
+import diskcache
 import numpy as np
 import numpy.typing as npt
 
@@ -73,8 +74,29 @@ class CacheStats:
     errors: int = 0
 
 
+def text_hash(text: str) -> str:
+    """The text part of a cache key: the hex SHA-256 of ``text`` (the key holds no tenant)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def _key(namespace: str, text: str) -> str:
-    return f"{namespace}:{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()}"
+    return f"{namespace}:{text_hash(text)}"
+
+
+def text_entries(directory: Path, hashes: set[str], *, delete: bool = False) -> int:
+    """Entries of the cache at ``directory`` whose :func:`text_hash` is in ``hashes``.
+
+    Deletes them if ``delete``. Unlike :class:`EmbeddingCache`, a cache that cannot be read
+    raises: an erasure must not report "nothing found" for a cache it could not open.
+    """
+    if not hashes or not (directory / "cache.db").exists():
+        return 0
+    with diskcache.Cache(str(directory), disk=SafeDisk) as cache:
+        keys = [k for k in cache.iterkeys() if isinstance(k, str) and k.rsplit(":", 1)[-1] in hashes]
+        if delete:
+            for key in keys:
+                cache.delete(key)
+    return len(keys)
 
 
 def _check(key: str, dimension: int, payload: bytes, tokens: int) -> bytes:
