@@ -407,6 +407,16 @@ def test_bad_patterns_are_configuration_errors(tmp_path: Path, source: dict[str,
         IngestJob.from_dict(job_for("acme", tmp_path, **source))
 
 
+def test_files_in_folders_no_pattern_reaches_count_as_unmatched(tmp_path: Path) -> None:
+    """``--glob '*'`` takes the top folder only; the files below it are named, not silently dropped."""
+    (tmp_path / "lic").mkdir()
+    for rel in ("a.md", "lic/Apache-2.0", "lic/GPL-3"):
+        (tmp_path / rel).write_text(f"text of {rel}\n", encoding="utf-8")
+    plan = build_plan(job_for("acme", tmp_path, glob=["*"]))
+    assert (plan["docs"], plan["unmatched_files"], plan["unmatched_sample"]) == (1, 2, ["lic/Apache-2.0", "lic/GPL-3"])
+    assert build_plan(job_for("acme", tmp_path, glob=["**/*"]))["docs"] == 3
+
+
 def test_a_single_named_file_counts_no_unmatched_neighbours(tmp_path: Path) -> None:
     for name in ("a.md", "b.md", "c.bin"):
         (tmp_path / name).write_text(f"text of {name}\n", encoding="utf-8")

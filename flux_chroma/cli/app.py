@@ -121,7 +121,7 @@ def ingest(
     collection: Collection,
     glob: Annotated[
         list[str] | None,
-        typer.Option("--glob", metavar="PATTERN", help="File pattern for directories (repeatable) [default: every format whose converter is installed, README, NEWS, ...]."),
+        typer.Option("--glob", metavar="PATTERN", help="File pattern for directories, e.g. '**/*.txt' (** reaches subfolders; repeatable) [default: every format whose converter is installed, README, NEWS, ...]."),
     ] = None,
     exclude: Annotated[
         list[str] | None, typer.Option("--exclude", metavar="PATTERN", help="Leave out files matching this pattern, e.g. '**/*.min.html' (repeatable).")

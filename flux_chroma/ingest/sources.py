@@ -238,7 +238,8 @@ def _matcher(patterns: list[str], root: Path) -> Callable[[str], bool]:
 
 
 def file_census(src: Mapping[str, Any]) -> FileCensus:
-    """List a ``files`` source: one walk, symlinked folders not entered (but named), unlistable ones matched.
+    """List a ``files`` source: one walk, symlinked folders not entered (but named), unlistable ones
+    a pattern reaches matched (and skipped with a reason later), files no pattern reaches unmatched.
 
     Raises:
         SourceChangedError: The folder does not exist.
@@ -248,8 +249,10 @@ def file_census(src: Mapping[str, Any]) -> FileCensus:
         raise SourceChangedError(f"source {src['id']!r}: directory {root} does not exist (or is not a directory).")
     globs = list(src["glob"])
     include, exclude = _matcher(globs, root), _matcher(list(src.get("exclude") or []), root)
-    # How many folders deep the patterns can match (None: any depth, a ** pattern).
+    # How many folders deep the patterns reach (None: any depth, a ** pattern). Deeper folders are
+    # walked all the same, their files counted as unmatched, unless the patterns only name files.
     depth = None if any("**" in p for p in globs) else max(p.count("/") for p in globs)
+    named = not any(char in p for p in globs for char in "*?[")
     unreadable: list[str] = []
     matched: list[str] = []
     links: list[str] = []
@@ -263,9 +266,10 @@ def file_census(src: Mapping[str, Any]) -> FileCensus:
     for folder, dirs, files in os.walk(root, onerror=failed):
         base = Path(folder).relative_to(root).as_posix()
         prefix = "" if base == "." else f"{base}/"
-        if depth is not None and prefix.count("/") >= depth:
+        if depth is None or prefix.count("/") < depth:  # a pattern reaches into its subfolders
+            links += (prefix + name for name in dirs if os.path.islink(os.path.join(folder, name)))
+        elif named:
             dirs.clear()
-        links += (prefix + name for name in dirs if os.path.islink(os.path.join(folder, name)))
         dirs.sort()
         for name in sorted(files):
             rel = prefix + name
@@ -277,8 +281,10 @@ def file_census(src: Mapping[str, Any]) -> FileCensus:
                 excluded += 1
             else:
                 matched.append(rel)
-    matched.extend(rel for rel in unreadable if not exclude(rel))
-    if not any(char in p for p in globs for char in "*?["):
+    reached = [rel for rel in unreadable if depth is None or rel.count("/") < depth]
+    unmatched += len(unreadable) - len(reached)  # an unlistable folder no pattern reaches
+    matched.extend(rel for rel in reached if not exclude(rel))
+    if named:
         unmatched, sample = 0, []  # named files (one file on the command line): their neighbours were never candidates
     return FileCensus(sorted(matched), unmatched, excluded, sorted(links), sample)
 
