@@ -111,6 +111,21 @@ def test_bad_requests_fail_with_typed_errors(tenant: str, tmp_path: Path, task: 
     assert words in str(run.output)
 
 
+def test_a_relative_path_as_query_results_show_it_names_its_document(tenant: str, tmp_path: Path) -> None:
+    """``flux-chroma show notes/short.md`` works; a path two sources hold is named, not guessed."""
+    ingest(tenant, tmp_path / "town")
+    run = steps(tenant, ("get_document", ["stored", "notes/short.md"], {}))
+    assert run.has_succeeded, run.output
+    assert (run.output[0]["document_id"], run.output[0]["text"]) == ("town/notes/short.md", FILES["notes/short.md"])
+    (tmp_path / "city" / "notes").mkdir(parents=True)
+    (tmp_path / "city" / "notes" / "short.md").write_text("Another short note, about rain.", encoding="utf-8")
+    sources = [{"kind": "files", "path": str(tmp_path / name), "id": name} for name in ("town", "city")]
+    assert run_ingest({"tenant": tenant, "collection": "stored", "sources": sources, "chunking": CHARS, "embedding_function": {"name": "toy", "config": {"dim": 16}}}).has_succeeded
+    run = steps(tenant, ("get_document", ["stored", "notes/short.md"], {}))
+    assert run.has_failed and type(run.output) is E.InvalidQueryError, run.output
+    assert "Documents with that path: city/notes/short.md, town/notes/short.md." in str(run.output)
+
+
 def test_records_that_are_not_chunks_come_back_alone(tenant: str, tmp_path: Path) -> None:
     from fault_tools import steps_wf
 

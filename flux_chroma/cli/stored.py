@@ -53,7 +53,7 @@ def docs(
 
 
 def show(
-    record_id: Annotated[str, typer.Argument(metavar="ID", help="A record (chunk) id, or a document id.")],
+    record_id: Annotated[str, typer.Argument(metavar="ID", help="A record (chunk) id, a document id, or the path a query result shows.")],
     collection: Collection,
     context: Annotated[int, typer.Option("--context", "-n", metavar="N", help="Neighbouring chunks to add on each side of a chunk.")] = 0,
     document: Annotated[bool, typer.Option("--document", help="Print the whole document the chunk belongs to.")] = False,

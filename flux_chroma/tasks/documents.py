@@ -207,31 +207,41 @@ async def get_document(collection: str, document_id: str) -> Passage:
 
     Args:
         document_id: The document id as the ingestion job named it (``{source id}/{relative
-            path}`` for a files source), or the id of a record that is not a chunk.
+            path}`` for a files source), the id of a record that is not a chunk, or a relative
+            path as query results show it when one stored document has that path.
 
     Returns:
         A :class:`Passage` with every chunk and the rebuilt text.
 
     Raises:
-        InvalidQueryError: Empty id, or no document of that id in the collection.
+        InvalidQueryError: Empty id, no document of that id in the collection, or a path that
+            several sources' documents have (the message names their ids).
 
     Example:
         >>> page = await get_document.with_options(tenant="acme")("kb", "docs/guide.md")  # doctest: +SKIP
     """
     _check_text(document_id, "document_id")
-    key = doc_key_of(document_id)
+
+    def rows_of(coll: Any, doc_id: str) -> list[tuple[str, str | None, dict[str, Any] | None]]:
+        rows = _chunks_of(coll, doc_key_of(doc_id), None)
+        return rows or _rows(coll.get(ids=[doc_id], include=["documents", "metadatas"]))
 
     def read(resolved: Resolved) -> Passage:
         coll = resolved.collection
-        rows = _chunks_of(coll, key, None)
+        found, rows = document_id, rows_of(coll, document_id)
+        named: list[str] = []
+        if not rows:  # a relative path, as query results show it: the document stored under it
+            got = coll.get(where={"path": document_id}, include=["metadatas"])
+            named = sorted({d for m in got["metadatas"] or [] if (d := _source_document(dict(m)))})
+            if len(named) == 1:
+                found, rows = named[0], rows_of(coll, named[0])
         if not rows:
-            rows = _rows(coll.get(ids=[document_id], include=["documents", "metadatas"]))
-        if not rows:
+            also = f" Documents with that path: {', '.join(named)}." if named else ""
             raise InvalidQueryError(
-                f"collection {collection!r} has no document {document_id!r}. List what is stored with "
-                "list_documents (CLI: flux-chroma docs -c NAME)."
+                f"collection {collection!r} has no document {document_id!r}.{also} List what is stored "
+                "with list_documents (CLI: flux-chroma docs -c NAME)."
             )
-        return _passage(document_id, rows, len(rows), None)
+        return _passage(found, rows, len(rows), None)
 
     return await use_collection(collection, read, action="get_document")
 
