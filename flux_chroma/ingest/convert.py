@@ -56,6 +56,7 @@ _FORMATS = {
 }  # fmt: skip
 _DOCUMENTS = ("pdf", "docx", "pptx")
 _DROP_TAGS = ("script", "style", "noscript", "template", "nav", "aside", "form", "iframe", "svg", "button", "head")
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")  # content, whatever their classes say
 _NAV_CLASS = re.compile(r"(^|[-_\s])nav|^(header|footer)$", re.IGNORECASE)  # texinfo: nav-panel, header
 _LONG_RUN = re.compile(rf"\S{{{MAX_RUN + 1}}}")
 _MIB = 1024 * 1024
@@ -289,7 +290,7 @@ def _html(data: bytes) -> tuple[str, str | None]:
         t for t in soup.find_all(True) if isinstance(t, Tag) and (
             t.get("role") in ("navigation", "banner", "contentinfo")
             or any(_NAV_CLASS.search(c) for c in (t.get("class") or []))
-        )
+        ) and not (t.name in _HEADINGS or t.find_parent(_HEADINGS))  # mdBook: <h2><a class="header">
     ]  # fmt: skip
     for tag in navigation:
         if not tag.decomposed:
