@@ -36,7 +36,7 @@ HTML = """<!DOCTYPE html><html><head><title>Pump Manual</title>
 <script>trackVisitor("secret-tracker")</script></head>
 <body lang="en"><div class="nav-panel"><p>Next: Install, Previous: Top</p></div><div class="header"><p>Up: Pumps [Index]</p></div>
 <nav><a href="index.html">Home</a> | <a href="toc.html">Contents</a></nav>
-<main><h1>Priming the pump</h1><p>Open the <a href="valve.html">bleed valve</a> and fill the chamber with water.</p>
+<main><h1>Priming the pump<a class="headerlink" href="#priming">¶</a></h1><p>Open the <a href="valve.html">bleed valve</a> and fill the chamber with water.</p>
 <ul><li>Close the valve</li><li>Start the motor</li></ul><h2 id="max"><a class="header" href="#max">PUMP_MAX_FLOW</a></h2><p>Set PUMP_MAX_FLOW in litres.</p></main>
 <footer role="contentinfo">Copyright boilerplate footer</footer></body></html>"""
 
@@ -99,7 +99,7 @@ def test_every_format_is_ingested_as_text_with_its_metadata(tmp_path: Path, tena
     assert "Priming the pump" in html and "bleed valve" in html and "Start the motor" in html
     # word for word (no `\_`): full-text search finds it; the heading's link (mdBook's class="header") is kept
     assert "## PUMP_MAX_FLOW" in html and "Set PUMP_MAX_FLOW in" in html
-    for noise in ("<", "visibility", "secret-tracker", "Previous: Top", "Up: Pumps", "Contents", "boilerplate", "valve.html"):
+    for noise in ("<", "visibility", "secret-tracker", "Previous: Top", "Up: Pumps", "Contents", "boilerplate", "valve.html", "¶"):
         assert noise not in html, noise
     meta = files["guide/manual.html"][0][1]
     assert meta["fc_title"] == "Pump Manual" and meta["fc_dir"] == "guide" and meta["fc_dirs"] == ["guide"]

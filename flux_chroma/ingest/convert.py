@@ -296,6 +296,9 @@ def _html(data: bytes) -> tuple[str, str | None]:
         if not tag.decomposed:
             tag.decompose()
     main = soup.find("main") or soup.find(None, {"role": "main"}) or soup.find("body") or soup
+    for link in main.find_all("a", href=re.compile("^#")):  # permalinks: Sphinx's ¶, rustdoc's §, Node's #
+        if isinstance(link, Tag) and re.fullmatch(r"[^\w\s]", link.get_text(strip=True)):
+            link.decompose()
     text = MarkdownConverter(heading_style="ATX", strip=["a", "img"], bullets="-", escape_underscores=False).convert_soup(main)
     text = re.sub(r"\n{3,}", "\n\n", re.sub(r"[ \t]+\n", "\n", text)).strip()
     text = re.sub(r"\A(?:-{3,}\s*)+", "", text)  # a rule left where the navigation was
