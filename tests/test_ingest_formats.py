@@ -195,6 +195,7 @@ def make_bad_files(root: Path) -> dict[str, str]:
     make_pdf(root / "scan.pdf", [["a", "b", "c"]], text_layer=False)
     make_pdf(root / "locked.pdf", [["secret"]], locked=True)
     (root / "fake.docx").write_bytes(b"this is not a zip archive")
+    make_pptx(root / "blank.pptx", "Blank deck", [])  # no slide, no text
     return {
         "long-line.txt": "run of 1,000,000 characters without whitespace",
         "huge.txt": "too large: 200.0 MiB",
@@ -209,6 +210,7 @@ def make_bad_files(root: Path) -> dict[str, str]:
         "scan.pdf": "without a text layer",
         "locked.pdf": "encrypted PDF",
         "fake.docx": "not a valid DOCX file",
+        "blank.pptx": "a PPTX file without text",
     }
 
 

@@ -380,12 +380,9 @@ def _document(data: bytes, fmt: str) -> tuple[str, str | None, tuple[int, ...], 
     except Exception as exc:  # noqa: BLE001 - the converters and their parsers raise many types; each is a skip
         raise _Skip(f"{fmt.upper()} conversion failed ({type(exc).__name__}: {str(exc).strip()[:200]})") from None
     pages: tuple[int, ...] = ()
-    if fmt == "pdf":
-        if "\f" in text:  # pdfminer separates pages with form feeds: keep offsets, drop the character
-            pages = (0, *(m.end() for m in re.finditer("\f", text) if m.end() < len(text)))
-            text = text.replace("\f", "\n")
-        if not text.strip():
-            raise _Skip("a PDF without a text layer (scanned pages?); OCR it first")
+    if fmt == "pdf" and "\f" in text:  # pdfminer separates pages with form feeds: keep offsets, drop the character
+        pages = (0, *(m.end() for m in re.finditer("\f", text) if m.end() < len(text)))
+        text = text.replace("\f", "\n")
     if fmt == "pptx":  # markitdown marks slides with comments: slide offsets are the pages
         parts = _SLIDE.split(text)
         text, starts = "", []
@@ -393,6 +390,11 @@ def _document(data: bytes, fmt: str) -> tuple[str, str | None, tuple[int, ...], 
             starts.append(len(text))
             text += part.strip("\n") + "\n\n"
         pages = tuple(starts) if len(parts) > 1 else ()
+    if not text.strip():
+        raise _Skip(
+            "a PDF without a text layer (scanned pages?); OCR it first" if fmt == "pdf"
+            else f"a {fmt.upper()} file without text (only pictures, or empty?)"
+        )  # fmt: skip
     return text, title or own_title, pages, converter
 
 
