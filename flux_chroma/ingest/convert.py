@@ -57,6 +57,8 @@ _FORMATS = {
 _DOCUMENTS = ("pdf", "docx", "pptx")
 _DROP_TAGS = ("script", "style", "noscript", "template", "nav", "aside", "form", "iframe", "svg", "button", "head")
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")  # content, whatever their classes say
+_IN_PAGE = re.compile("^#")  # a link to an anchor of its own page
+_GLYPH = re.compile(r"[^\w\s]")  # one symbol: a permalink's ¶ (Sphinx), § (rustdoc), # (Node.js)
 _NAV_CLASS = re.compile(r"(^|[-_\s])nav|^(header|footer)$", re.IGNORECASE)  # texinfo: nav-panel, header
 _LONG_RUN = re.compile(rf"\S{{{MAX_RUN + 1}}}")
 _MIB = 1024 * 1024
@@ -296,8 +298,8 @@ def _html(data: bytes) -> tuple[str, str | None]:
         if not tag.decomposed:
             tag.decompose()
     main = soup.find("main") or soup.find(None, {"role": "main"}) or soup.find("body") or soup
-    for link in main.find_all("a", href=re.compile("^#")):  # permalinks: Sphinx's ¶, rustdoc's §, Node's #
-        if isinstance(link, Tag) and re.fullmatch(r"[^\w\s]", link.get_text(strip=True)):
+    for link in main.find_all("a", href=_IN_PAGE):  # permalinks
+        if isinstance(link, Tag) and _GLYPH.fullmatch(link.get_text(strip=True)):
             link.decompose()
     text = MarkdownConverter(heading_style="ATX", strip=["a", "img"], bullets="-", escape_underscores=False).convert_soup(main)
     text = re.sub(r"\n{3,}", "\n\n", re.sub(r"[ \t]+\n", "\n", text)).strip()

@@ -253,6 +253,11 @@ def file_census(src: Mapping[str, Any]) -> FileCensus:
     # walked all the same, their files counted as unmatched, unless the patterns only name files.
     depth = None if any("**" in p for p in globs) else max(p.count("/") for p in globs)
     named = not any(char in p for p in globs for char in "*?[")
+
+    def reached(folder: str) -> bool:
+        """Can a pattern match a file in ``folder`` (a relative path with its trailing ``/``)?"""
+        return depth is None or folder.count("/") <= depth
+
     unreadable: list[str] = []
     matched: list[str] = []
     links: list[str] = []
@@ -266,7 +271,7 @@ def file_census(src: Mapping[str, Any]) -> FileCensus:
     for folder, dirs, files in os.walk(root, onerror=failed):
         base = Path(folder).relative_to(root).as_posix()
         prefix = "" if base == "." else f"{base}/"
-        if depth is None or prefix.count("/") < depth:  # a pattern reaches into its subfolders
+        if reached(f"{prefix}*/"):  # files of its subfolders: walk in, report symlinked ones
             links += (prefix + name for name in dirs if os.path.islink(os.path.join(folder, name)))
         elif named:
             dirs.clear()
@@ -281,9 +286,9 @@ def file_census(src: Mapping[str, Any]) -> FileCensus:
                 excluded += 1
             else:
                 matched.append(rel)
-    reached = [rel for rel in unreadable if depth is None or rel.count("/") < depth]
-    unmatched += len(unreadable) - len(reached)  # an unlistable folder no pattern reaches
-    matched.extend(rel for rel in reached if not exclude(rel))
+    reachable = [rel for rel in unreadable if reached(f"{rel}/")]
+    unmatched += len(unreadable) - len(reachable)  # an unlistable folder no pattern reaches
+    matched.extend(rel for rel in reachable if not exclude(rel))
     if named:
         unmatched, sample = 0, []  # named files (one file on the command line): their neighbours were never candidates
     return FileCensus(sorted(matched), unmatched, excluded, sorted(links), sample)
