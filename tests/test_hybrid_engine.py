@@ -27,12 +27,14 @@ TEXTS = [
     "A regex like (?i)[a-z]+ must be searched literally, brackets and all.",
     "Linger   time:\nhow long a socket waits for unsent data.",
     "Nothing here matches anything asked.",
+    "Each subnet can hold one IPv6 CIDR block.",
 ]
 QUESTIONS = [
     "what is SESSION_LINGER_MS?",
     "linger time how long a socket waits",
     "is (?i)[a-z]+ searched literally?",
     'the "connections are closed" part about milliseconds',
+    "which subnet has an ipv6 block",
 ]
 
 

@@ -16,7 +16,7 @@ from query_workflows import ask_wf
 from workflows import ingest_wf
 
 from flux_chroma.errors import InvalidQueryError
-from flux_chroma.tasks.hybrid import MAX_MATCHES, escape_regex, probes
+from flux_chroma.tasks.hybrid import MAX_MATCHES, contains, escape_regex, probes
 
 # A long release-notes chunk names a renamed setting once; ten short texts are about what the
 # setting's words mean (idle sessions, lingering sockets, milliseconds). The dense vector of the
@@ -259,6 +259,15 @@ def test_code_spans_are_quoted_terms_not_the_words_between_them() -> None:
     assert [(p.kind, p.term) for p in found][:3] == [("quoted", "cmake_policy"), ("quoted", "OLD"), ("quoted", "NEW")]
     assert found[3].kind == "phrase"
     assert [p.term for p in probes("the `$regex` clause and `where_document` filter")][:2] == ["$regex", "where_document"]
+
+
+def test_an_identifier_typed_in_lower_case_finds_its_prose_spelling() -> None:
+    """Found on the AWS CLI's examples: "ipv6" matched only option names (--ipv6-cidr-block),
+    not the "IPv6" of the page that answers. Code-like spellings keep their case."""
+    [ipv6] = [p for p in probes("how do I disassociate an ipv6 cidr block") if p.kind == "identifier"]
+    assert contains(ipv6, "To disassociate an IPv6 CIDR block from a subnet")
+    [linger] = [p for p in probes("what is session_linger_ms") if p.kind == "identifier"]
+    assert not contains(linger, "The setting SESSION_LINGER_MS")
 
 
 def test_probes_escape_the_question_and_put_identifiers_first() -> None:

@@ -165,8 +165,9 @@ def probes(question: str, *, limit: int = MAX_PROBES) -> list[Probe]:
     Returns:
         Quoted strings (weight 2), the whole question as a phrase when it has 3+ words, 2 of
         them not stopwords, and at most :data:`MAX_PHRASE` characters (weight 2), identifiers
-        and numbers (exact case, weight 1.5), then the longest non-stopword words of 4+
-        letters (any case, weight 1). Only stopwords or punctuation: no probes.
+        and numbers (weight 1.5; exact case, but any case when typed in lower-case letters
+        and digits only), then the longest non-stopword words of 4+ letters (any case,
+        weight 1). Only stopwords or punctuation: no probes.
     """
     out: list[Probe] = []
     seen: set[str] = set()
@@ -188,7 +189,9 @@ def probes(question: str, *, limit: int = MAX_PROBES) -> list[Probe]:
     if len(words) >= 3 and len(content) >= 2 and len(phrase) <= MAX_PHRASE:
         add(phrase, phrase_regex(phrase), 2.0, "phrase")
     for token in dict.fromkeys(w for w in content if _is_identifier(w)):
-        add(token, {"$contains": token}, 1.5, "identifier")
+        # Typed in lower case, letters and digits only (ipv6, sha256): prose writes IPv6, SHA256.
+        loose = token.isalnum() and token.islower()
+        add(token, phrase_regex(token) if loose else {"$contains": token}, 1.5, "identifier")
     plain = [w for w in dict.fromkeys(content) if w.isalpha() and len(w) >= 4 and not _is_identifier(w)]
     for word in sorted(plain, key=len, reverse=True):
         if len(out) >= WORD_FILL:
