@@ -11,14 +11,17 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 from query_workflows import ask_wf
 from typer.testing import CliRunner
 from workflows import ingest_wf
 
 from flux_chroma.cli.app import app
-from flux_chroma.tasks.hybrid import combined_clause, contains, probes
+from flux_chroma.tasks.hybrid import MAX_MATCHES, combined_clause, contains, probes
+from flux_chroma.tasks.reader import _Search
 
 TEXTS = [
     "The session setting keep_alive_ms is now called SESSION_LINGER_MS.",
@@ -57,6 +60,20 @@ def test_one_combined_clause_finds_what_the_probes_find_one_by_one(tenant: str, 
             union |= server
         combined = set(coll.get(where_document=combined_clause(found), include=[])["ids"])
         assert combined == union and union, question
+
+
+def test_a_rare_probe_is_asked_again_when_common_ones_fill_the_answer(tenant: str, raw_client: Any) -> None:
+    """Found on the AWS CLI's examples: "ec2" and "instance" filled the one full-text answer
+    (MAX_MATCHES records) without the page holding "terminate", and asking every probe but the
+    words again filled it too. The probes holding at most half of a full answer are asked again."""
+    coll = raw_client.create_collection(f"{tenant}__ec2", embedding_function=None)
+    vectors = np.random.default_rng(7).normal(size=(MAX_MATCHES + 1, 8)).tolist()
+    fillers = [f"EC2 instance page {i}: sizes, prices and regions." for i in range(MAX_MATCHES)]
+    coll.add(ids=[f"filler{i}" for i in range(MAX_MATCHES)], embeddings=vectors[:-1], documents=fillers)
+    coll.add(ids=["page"], embeddings=vectors[-1:], documents=["To terminate an EC2 instance, run terminate-instances."])
+    found = probes("how do I terminate an ec2 instance")  # stored after the fillers: the server returns them first
+    assert [p.term for p in found][1:] == ["ec2", "terminate", "instance"]
+    assert "page" in _Search(SimpleNamespace(collection=coll), None, None).matches(found)  # type: ignore[arg-type]
 
 
 GUIDE = """# Guide

@@ -126,19 +126,19 @@ class _Search:
         return {str(i): d or "" for i, d in zip(result["ids"], result["documents"] or [], strict=True)}
 
     def matches(self, found: list[hybrid.Probe]) -> dict[str, str]:
-        """The records holding any probe, id -> text: one full-text request. When a common probe
-        fills it, every probe but the words is asked again, then the exact ones (quoted parts,
-        the whole question) alone."""
-        if not found:
-            return {}
-        texts = last = self._texts(hybrid.combined_clause(found))
+        """The records holding any probe, id -> text: one full-text request. While an answer comes
+        back full (cut at MAX_MATCHES), the probes holding at most half of it are asked again
+        without the others: a common term must not crowd out the records of a rare one."""
+        texts: dict[str, str] = {}
         asked = found
-        for rarer in ([p for p in found if p.kind != "word"], [p for p in found if p.exact]):
+        while asked:
+            last = self._texts(hybrid.combined_clause(asked))
+            texts = {**last, **texts}
             if len(last) < hybrid.MAX_MATCHES:
                 break
-            if rarer and len(rarer) < len(asked):
-                last = self._texts(hybrid.combined_clause(rarer))
-                texts, asked = {**last, **texts}, rarer
+            pairs = [(t, hybrid.fold(t)) for t in last.values()]
+            rarer = [p for p in asked if 2 * sum(hybrid.contains(p, t, f) for t, f in pairs) <= len(last)]
+            asked = rarer if len(rarer) < len(asked) else []
         return texts
 
     def by_ids(self, vector: Any, ids: list[str], m: int) -> list[Hit]:
