@@ -61,11 +61,11 @@ def conversion_rates(root: Path, made: int) -> dict[str, Any]:
         reasons: Counter[str] = Counter()
         for path, rel in jobs:
             fmt, gz = format_of(rel)
-            key = f"{fmt}.gz" if gz else fmt
             size = os.stat(path).st_size if os.path.isfile(path) else 0
             started = time.perf_counter()
             result = read_file(str(path), rel)
-            row = rows[key]
+            fmt = result.format if isinstance(result, Converted) else fmt  # changelog.1 is text, not a man page
+            row = rows[f"{fmt}.gz" if gz else fmt]
             row["seconds"] += time.perf_counter() - started
             row["files"] += 1
             row["input_mib"] += size / 2**20

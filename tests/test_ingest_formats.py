@@ -27,6 +27,7 @@ from flux_chroma.ingest import run_ingest
 from flux_chroma.ingest.convert import Converted, Skipped, default_globs, read_file
 from flux_chroma.ingest.plan import build_plan, iter_chunks, read_batch
 from flux_chroma.ingest.spec import IngestJob
+from flux_chroma.ingest.splitter import heading_paths
 
 HANG_GUARD = 300  # seconds; only stops a broken test from hanging
 TESTS = Path(__file__).parent
@@ -303,6 +304,51 @@ def test_a_gnu_info_manual_is_its_nodes_text_with_headings(tmp_path: Path) -> No
     assert (plan["docs"], plan["skipped_file_count"], plan["unmatched_files"]) == (2, 0, 0)
     chunks = [c for _, c in iter_chunks(IngestJob.from_dict(job_for("acme", tmp_path)))]
     assert [c.metadata.get("fc_heading") for c in chunks if "valve" in c.text] == ["Pump manual > 1.1 Priming"]
+
+
+MAN_PAGE = r""".\" pumpctl's manual page
+.TH PUMPCTL 1 "March 2026" "pumpctl 1.0" "User Commands"
+.SH NAME
+pumpctl \- control the water pumps of one station
+.SH SYNOPSIS
+.B pumpctl
+[\fB\-\-max\-flow\fR \fIRATE\fR] \fISTATION\fR
+.SH DESCRIPTION
+.B pumpctl
+starts and stops the pumps of one station.
+.SS "Flow limits"
+.TP
+\fB\-\-max\-flow\fR \fIRATE\fR
+Never pump more than RATE litres per second, whatever the station's reservoir holds, the
+operator's dashboard shows or the maintenance schedule says about the valves.
+"""
+
+
+def test_a_man_page_is_its_text_as_man_shows_it(tmp_path: Path) -> None:
+    """/usr/share/man: a page was read as its roff source (``\\fB\\-\\-max\\-flow\\fR``), so a
+    sentence or an option pasted from ``man`` was not found in it."""
+    (tmp_path / "man1").mkdir()
+    (tmp_path / "man1" / "pumpctl.1.gz").write_bytes(gzip.compress(MAN_PAGE.encode()))
+    (tmp_path / "man1" / "pumpd.1").write_text(".so man1/pumpctl.1\n")  # a page that includes another: no chunks
+    (tmp_path / "changelog.1").write_text("Version 1: the first release.\n")  # numbered, but no roff
+    converted = read_file(str(tmp_path / "man1" / "pumpctl.1.gz"), "man1/pumpctl.1.gz")
+    assert isinstance(converted, Converted), converted
+    assert (converted.format, converted.converter[:11]) == ("man", "gzip+groff ")
+    assert converted.title == "pumpctl - control the water pumps of one station"
+    assert converted.text.startswith("## NAME\npumpctl - control the water pumps of one station\n\n## SYNOPSIS\n")
+    assert "## DESCRIPTION\npumpctl starts and stops the pumps of one station.\n\n### Flow limits\n--max-flow RATE\n" in converted.text
+    assert "Never pump more than RATE litres per second, whatever the station's reservoir holds, the operator's" in converted.text
+    assert "PUMPCTL(1)" not in converted.text and "\\f" not in converted.text  # no running header, no roff
+    plan = build_plan(job_for("acme", tmp_path))  # the default globs take all three
+    assert (plan["docs"], plan["skipped_file_count"], plan["unmatched_files"]) == (3, 0, 0)
+    chunks = [c for _, c in iter_chunks(IngestJob.from_dict(job_for("acme", tmp_path)))]
+    assert {c.metadata["path"]: c.metadata["fc_format"] for c in chunks} == {"changelog.1": "txt", "man1/pumpctl.1.gz": "man"}
+    assert heading_paths(converted.text)[1] == ["NAME", "SYNOPSIS", "DESCRIPTION", "DESCRIPTION > Flow limits"]
+    no_groff = tmp_path / "bin"
+    no_groff.mkdir()
+    script = f"from flux_chroma.ingest.convert import read_file; print(read_file({str(tmp_path / 'man1' / 'pumpctl.1.gz')!r}, 'pumpctl.1.gz'))"
+    done = subprocess.run([sys.executable, "-c", script], env={"PATH": str(no_groff)}, capture_output=True, text=True, timeout=HANG_GUARD, check=False)
+    assert "rendering it needs groff" in done.stdout, done.stderr  # a machine without groff
 
 
 def test_a_file_rewritten_while_it_is_read_is_skipped(tmp_path: Path) -> None:

@@ -117,7 +117,7 @@ def server(
 
 @app.command(cls=Command)
 def ingest(
-    paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Directories (text, Markdown, HTML, gzip; PDF, DOCX, PPTX with the documents extra), .jsonl files or single files.")],
+    paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Directories (text, Markdown, HTML, Info, man pages, gzip; PDF, DOCX, PPTX with the documents extra), .jsonl files or single files.")],
     collection: Collection,
     glob: Annotated[
         list[str] | None,

@@ -2,7 +2,8 @@
 
 Text and Markdown are read as they are; ``.gz`` files are decompressed (up to
 :data:`MAX_EXPANDED_MB`) and converted by their inner name; HTML becomes its main text as
-Markdown (BeautifulSoup + markdownify), a GNU Info manual its nodes' text with headings; PDF
+Markdown (BeautifulSoup + markdownify), a GNU Info manual its nodes' text with headings, a man
+page its text as ``man`` shows it (rendered by groff, when installed); PDF
 becomes its text by pdfminer.six, DOCX and PPTX go through ``markitdown`` (both in the
 ``flux-chroma[documents]`` extra). A file that cannot be read or converted never stops a job:
 :func:`read_file` returns a :class:`Skipped` with a reason a person can act on. All offline.
@@ -17,7 +18,9 @@ import gzip
 import io
 import os
 import re
+import shutil
 import stat
+import subprocess
 import zipfile
 import zlib
 from dataclasses import dataclass, replace
@@ -72,6 +75,12 @@ _INFO_MARKER = re.compile(rb"\x00\x08\[[^\x00]{0,4096}\x00\x08\]")  # Texinfo's 
 _INFO_NODE = re.compile(r"\A\n?File: [^\n]*?Node: ?([^,\n]*)[^\n]*\n")
 _INFO_TITLE = re.compile(r"^([^\n]*\S)[ \t]*\n(([*=.-])\3+)[ \t]*$", re.MULTILINE)  # a title, its underline, its character
 _INFO_LEVELS = {"*": "#", "=": "##", "-": "###", ".": "####"}
+_MAN_SUFFIX = re.compile(r"\.[1-9][a-z]{0,8}$")  # a man page's section: ls.1, CA.pl.1ssl, Carp.3perl
+_ROFF = re.compile(rb"^(?:\.(?:TH|Dd|so)\s|\.\\\"|'\\\")", re.MULTILINE)  # .TH (man), .Dd (mdoc), .so, comments
+_ROFF_ALIAS = re.compile(rb"\A(?:\.\\\"[^\n]*\n)*\.so\s")  # a page that only includes another
+_MAN_SUBSECTION = re.compile(r" {3}\S")  # groff indents subsection titles 3 columns, text 7
+# groff as man runs it, for reading: no hyphenation, ragged right, one line per paragraph
+_GROFF = ("-mandoc", "-t", "-Tutf8", "-Kutf-8", "-P-cbou", "-rHY=0", "-dAD=l", "-rLL=2000n")
 
 
 @dataclass(frozen=True)
@@ -79,9 +88,9 @@ class Converted:
     """A file read and converted to text.
 
     Args:
-        text: The document text (Markdown for HTML, Info, PDF, DOCX and PPTX).
-        format: ``"md"``, ``"txt"``, ``"html"``, ``"info"``, ``"pdf"``, ``"docx"`` or ``"pptx"``
-            (a ``.gz`` file's inner format).
+        text: The document text (Markdown for HTML, Info, man pages, PDF, DOCX and PPTX).
+        format: ``"md"``, ``"txt"``, ``"html"``, ``"info"``, ``"man"``, ``"pdf"``, ``"docx"`` or
+            ``"pptx"`` (a ``.gz`` file's inner format).
         converter: What produced the text and its version, e.g. ``"gzip+markitdown 0.1.9"``
             (``""`` for text read as it is): part of the document's identity.
         title: The document's own title, if any.
@@ -115,12 +124,13 @@ def documents_available() -> bool:
 def default_globs() -> list[str]:
     """The ``glob`` of a ``files`` source that names none.
 
-    Markdown, text, reStructuredText, HTML and GNU Info (also gzipped, and a split Info
-    manual's parts), PDF/DOCX/PPTX when :func:`documents_available`, and the names of
+    Markdown, text, reStructuredText, HTML, GNU Info and man pages (also gzipped, and a split
+    Info manual's parts), PDF/DOCX/PPTX when :func:`documents_available`, and the names of
     :data:`PLAIN_NAMES`.
     """
     suffixes = [s for s, fmt in _FORMATS.items() if fmt not in _DOCUMENTS]
     globs = [f"**/*{s}" for s in suffixes] + [f"**/*{s}.gz" for s in suffixes] + ["**/*.info-[0-9]*"]
+    globs += ["**/*.[1-9]", "**/*.[1-9].gz", "**/*.[1-9][a-z]*"]  # man pages
     if documents_available():
         globs += [f"**/*{s}" for s, fmt in _FORMATS.items() if fmt in _DOCUMENTS]
     for name in PLAIN_NAMES:
@@ -139,6 +149,8 @@ def format_of(name: str) -> tuple[str, bool]:
     inner = name[:-3] if gzipped else name
     if _INFO_PART.search(inner):
         return "info", gzipped
+    if _MAN_SUFFIX.search(inner):
+        return "man", gzipped
     return _FORMATS.get(PurePosixPath(inner).suffix.lower(), "txt"), gzipped
 
 
@@ -259,6 +271,45 @@ def _info(data: bytes, encoding: str) -> tuple[str, str, str | None]:
             title = body.split("\n", 1)[0][2:]
         parts.append(body)
     return "\n\n".join(parts), "+".join(filter(None, (decoded, "info"))), title
+
+
+@cache
+def _groff() -> tuple[str, str] | None:
+    """groff's path and ``"groff <version>"`` (part of a man page's converter), or ``None``."""
+    path = shutil.which("groff")
+    if path is None:
+        return None
+    done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30, check=False)
+    return path, "groff " + (done.stdout.split("\n", 1)[0].rsplit(" ", 1)[-1] or "unknown")
+
+
+def _man(data: bytes, encoding: str) -> tuple[str, str, str | None]:
+    """A man page rendered as ``man`` shows it: ``(Markdown, converter, title)``.
+
+    groff renders it; the running header and footer are dropped, section titles (``NAME``,
+    ``DESCRIPTION``: groff's only unindented lines) become ``##`` headings and subsection
+    titles ``###``. The title is the NAME line (``ls - list directory contents``). A page that
+    only includes another (``.so``) has no text of its own, as a split Info manual's main file.
+    """
+    if _ROFF_ALIAS.match(data):  # .so man1/other.1: like a link, its text is another page's
+        return "", "man .so", None
+    groff = _groff()
+    if groff is None:
+        raise _Skip("a man page: rendering it needs groff (e.g. apt install groff-base)")
+    text, decoded = _decode(data, encoding)
+    try:
+        done = subprocess.run([groff[0], *_GROFF], input=text.encode(), capture_output=True, timeout=60, check=False)
+    except subprocess.TimeoutExpired:
+        raise _Skip("groff took more than 60 s to render this man page") from None
+    lines = done.stdout.decode("utf-8", "replace").strip("\n").splitlines()[1:-1]  # header and footer
+    if done.returncode != 0 or not "".join(lines).strip():
+        raise _Skip(f"groff could not render it: {done.stderr.decode(errors='replace').strip()[:200] or 'no text'}")
+    body = [
+        "## " + line.strip() if line[:1].strip() else "### " + line.strip() if _MAN_SUBSECTION.match(line)
+        else line.rstrip().removeprefix(" " * 7) for line in lines
+    ]  # fmt: skip
+    title = next((line.strip() for line in body if line.strip() and not line.startswith("#")), None)
+    return "\n".join(body).strip("\n"), "+".join(filter(None, (decoded, groff[1]))), title
 
 
 def _check_prose(text: str) -> str:
@@ -401,12 +452,14 @@ def _document(data: bytes, fmt: str) -> tuple[str, str | None, tuple[int, ...], 
 
 
 def _convert(data: bytes, fmt: str, encoding: str) -> Converted:
+    if fmt == "man" and not _ROFF.search(data, 0, 4096):
+        fmt = "txt"  # a numbered file that is no man page: changelog.1
     if fmt in ("md", "txt"):
         text, converter = _decode(data, encoding)
         text, title = _front_matter(text) if fmt == "md" else (text, None)
         return Converted(_check_prose(text), fmt, converter, title)
-    if fmt == "info":
-        text, converter, title = _info(data, encoding)
+    if fmt in ("info", "man"):
+        text, converter, title = (_info if fmt == "info" else _man)(data, encoding)
         return Converted(_check_prose(text), fmt, converter, title)
     if fmt == "html":
         if b"\x00" in data[:65536] and _bom_encoding(data) is None:  # BeautifulSoup reads the mark
