@@ -19,12 +19,12 @@ near neighbours (create, delete and describe pages of one service), not paraphra
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 import sys
 from collections import defaultdict
 from pathlib import Path
+
+from heading_questions import write_questions
 
 LIMIT = 2000
 _TITLE = re.compile(r"^\*\*(?:Example \d+: )?To (.+?)\*\*\s*$", re.MULTILINE)
@@ -40,13 +40,7 @@ def main(folder: Path, source: str, out: Path) -> None:
     for page in sorted(folder.rglob("*.rst")):
         for title in titles(page):
             pages[title].add(page.relative_to(folder).as_posix())
-    unique = sorted((t for t, where in pages.items() if len(where) == 1), key=lambda t: hashlib.sha256(t.encode()).hexdigest())
-    with out.open("w", encoding="utf-8") as f:
-        for title in unique[:LIMIT]:
-            (page,) = pages[title]
-            question = {"question": f"how do I {title}", "relevant_documents": [f"{source}/{page}"], "kind": "title"}
-            f.write(json.dumps(question) + "\n")
-    print(f"{len(unique)} titles on one page only; {min(len(unique), LIMIT)} questions written to {out}")
+    write_questions(pages, source, out, "title", LIMIT, lambda title: f"how do I {title}")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import hashlib
 import json
 import sys
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 from bs4 import BeautifulSoup
@@ -43,12 +44,18 @@ def main(folder: Path, source: str, out: Path) -> None:
         if page.name != "print.html":
             for title in titles(page):
                 pages[title].add(page.relative_to(folder).as_posix())
+    write_questions(pages, source, out, "heading", LIMIT)
+
+
+def write_questions(pages: dict[str, set[str]], source: str, out: Path, kind: str, limit: int, ask: Callable[[str], str] = str) -> None:
+    """Write to ``out`` the titles of ``pages`` (title -> pages holding it) that one page has,
+    up to ``limit`` in SHA-256 order, each asked as ``ask(title)``."""
     unique = sorted((t for t, where in pages.items() if len(where) == 1), key=lambda t: hashlib.sha256(t.encode()).hexdigest())
     with out.open("w", encoding="utf-8") as f:
-        for title in unique[:LIMIT]:
+        for title in unique[:limit]:
             (page,) = pages[title]
-            f.write(json.dumps({"question": title, "relevant_documents": [f"{source}/{page}"], "kind": "heading"}) + "\n")
-    print(f"{len(unique)} titles on one page only; {min(len(unique), LIMIT)} questions written to {out}")
+            f.write(json.dumps({"question": ask(title), "relevant_documents": [f"{source}/{page}"], "kind": kind}) + "\n")
+    print(f"{len(unique)} titles on one page only; {min(len(unique), limit)} questions written to {out}")
 
 
 if __name__ == "__main__":
