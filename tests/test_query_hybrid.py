@@ -270,6 +270,16 @@ def test_an_identifier_typed_in_lower_case_finds_its_prose_spelling() -> None:
     assert not contains(linger, "The setting SESSION_LINGER_MS")
 
 
+def test_a_how_or_what_question_is_probed_without_its_asking_words() -> None:
+    """Found on the AWS CLI's examples: "how do I get information about a policy attached to an
+    iam group" never matched the page's own title (**To get information about a policy attached
+    to an IAM group**) word for word, because of "how do I get"."""
+    [phrase] = [p for p in probes("How do I get information about a policy attached to an iam group?") if p.kind == "phrase"]
+    assert contains(phrase, "**To get information about a policy attached to an IAM group**")
+    pasted = "When the server starts, it opens the data directory."  # not a question: kept whole
+    assert [p.term for p in probes(pasted) if p.kind == "phrase"] == [pasted.rstrip(".")]
+
+
 def test_probes_escape_the_question_and_put_identifiers_first() -> None:
     found = probes('error "connection reset by peer" in libfoo-2.1 with --no-cache and ExecStart', limit=5)
     assert [p.kind for p in found][:2] == ["quoted", "phrase"]

@@ -70,6 +70,7 @@ _STOPWORD_TEXT = """
     whom whose why will with within without would yes yet you your yours yourself yourselves
 """
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+_ASKING = frozenset({"how", "what", "which", "where", "why", "who"})
 
 
 @dataclass(frozen=True)
@@ -163,8 +164,9 @@ def probes(question: str, *, limit: int = MAX_PROBES) -> list[Probe]:
             :data:`WORD_FILL`.
 
     Returns:
-        Quoted strings (weight 2), the whole question as a phrase when it has 3+ words, 2 of
-        them not stopwords, and at most :data:`MAX_PHRASE` characters (weight 2), identifiers
+        Quoted strings (weight 2), the whole question as a phrase (a how/what/which/where/
+        why/who question without its leading stopwords) when it has 3+ words, 2 of them not
+        stopwords, and at most :data:`MAX_PHRASE` characters (weight 2), identifiers
         and numbers (weight 1.5; exact case, but any case when typed in lower-case letters
         and digits only), then the longest non-stopword words of 4+ letters (any case,
         weight 1). Only stopwords or punctuation: no probes.
@@ -185,8 +187,12 @@ def probes(question: str, *, limit: int = MAX_PROBES) -> list[Probe]:
             add(quoted, phrase_regex(quoted), 2.0, "quoted")
     words = [t.strip(_TRIM) for t in _TOKEN.findall(question)]
     content = [w for w in words if w and w.lower() not in _STOPWORDS]
-    phrase = " ".join(question.split()).strip(" " + _TRIM)
-    if len(words) >= 3 and len(content) >= 2 and len(phrase) <= MAX_PHRASE:
+    spoken = " ".join(question.split()).strip(" " + _TRIM).split(" ")
+    if spoken[0].lower() in _ASKING:  # "how do I ...", "what is the ...": not in the text asked about
+        while spoken and spoken[0].lower().strip(_TRIM) in _STOPWORDS:
+            spoken.pop(0)
+    phrase = " ".join(spoken)
+    if len(spoken) >= 3 and len(content) >= 2 and len(phrase) <= MAX_PHRASE:
         add(phrase, phrase_regex(phrase), 2.0, "phrase")
     for token in dict.fromkeys(w for w in content if _is_identifier(w)):
         # Typed in lower case, letters and digits only (ipv6, sha256): prose writes IPv6, SHA256.
