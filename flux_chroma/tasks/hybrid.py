@@ -188,11 +188,11 @@ def probes(question: str, *, limit: int = MAX_PROBES) -> list[Probe]:
     words = [t.strip(_TRIM) for t in _TOKEN.findall(question)]
     content = [w for w in words if w and w.lower() not in _STOPWORDS]
     spoken = " ".join(question.split()).strip(" " + _TRIM).split(" ")
-    if spoken[0].lower() in _ASKING:  # "how do I ...", "what is the ...": not in the text asked about
-        while spoken and spoken[0].lower().strip(_TRIM) in _STOPWORDS:
-            spoken.pop(0)
+    asking = spoken[0].lower() in _ASKING  # "how do I ...", "what is the ...": not in the text asked about
+    while asking and spoken and spoken[0].lower().strip(_TRIM) in _STOPWORDS:
+        spoken.pop(0)
     phrase = " ".join(spoken)
-    if len(spoken) >= 3 and len(content) >= 2 and len(phrase) <= MAX_PHRASE:
+    if len(spoken if asking else words) >= 3 and len(content) >= 2 and len(phrase) <= MAX_PHRASE:
         add(phrase, phrase_regex(phrase), 2.0, "phrase")
     for token in dict.fromkeys(w for w in content if _is_identifier(w)):
         # Typed in lower case, letters and digits only (ipv6, sha256): prose writes IPv6, SHA256.
