@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shlex
+import socket
 import subprocess
 import sys
 import time
@@ -242,3 +243,15 @@ def test_doctor_flux_checks_every_worker_and_names_a_broken_one(fleet: DocFleet,
     assert len(failed) == 1 and failed[0]["name"].startswith("worker "), failed
     assert "ImportError: flux-chroma is half-installed here" in failed[0]["detail"]
     assert "install flux-chroma" in failed[0]["detail"]
+
+
+def test_fleet_ports_are_below_the_ephemeral_range_and_free() -> None:
+    """A fleet's Flux server connects to PostgreSQL before it binds its port: a port from the
+    ephemeral range could be given to one of those connections meanwhile ("address already in
+    use", seen once in a full run)."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    for _ in range(20):
+        port = free_port()
+        assert 1024 <= port < low
+        with socket.socket() as listener:
+            listener.bind(("127.0.0.1", port))  # free when picked

@@ -6,8 +6,10 @@ OS user (``runuser -u postgres --``) and the data directory is chowned to it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
+import random
 import shutil
 import signal
 import subprocess
@@ -47,7 +49,17 @@ def postgres_bin_dir() -> Path:
 
 
 def free_port() -> int:
-    """A free TCP port on 127.0.0.1 (for PostgreSQL, the Flux server, ...)."""
+    """A free TCP port on 127.0.0.1 (for PostgreSQL, the Flux server, ...), below the kernel's
+    ephemeral range: between the pick and the server's bind, no outgoing connection can be
+    given it (a fleet's Flux server, which connects to PostgreSQL before it binds, once failed
+    with "address already in use")."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768  # Linux's default; elsewhere the range starts higher
+    for _ in range(100):
+        with contextlib.suppress(ServerStartError):
+            return probe_port("127.0.0.1", random.randrange(max(1024, low - 12000), max(1025, low)))
     return probe_port("127.0.0.1", 0)
 
 
