@@ -181,7 +181,11 @@ def test_flux_server_sigkilled_and_restarted_mid_job_completes_exactly(
     execution = fleet.wait_terminal(parent, HANG_GUARD)
     print(f"units (unit, state, worker): {_units(fleet, tenant)}")
     expected = _assert_completed_exactly(execution, chroma, tenant, job)
-    assert stored and len(stored) < len(expected)  # the restart really was mid-job
+    # Mid-job from the server's view: it died with a unit RUNNING (`_mid_job`). On a loaded
+    # machine that unit may finish its writes before `stored` is read (a CI run had all 540
+    # stored): the outage is still ridden out, so `stored` is printed, not bounded.
+    assert stored
+    print(f"stored before the restart: {len(stored)} of {len(expected)} chunks")
     texts = _texts_since(fleet, start)
     print(f"embedded {len(texts)} texts for {len(expected)} chunks")
     assert set(texts) == {c.text for c in expected.values()}
