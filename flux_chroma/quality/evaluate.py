@@ -75,7 +75,8 @@ async def evaluation_steps(
             hits = await ask(collection, batch, k=depth, **({} if mode == "default" else {"mode": mode}))
             for offset, row in enumerate(hits):
                 label = labels[start + offset]
-                score = score_question([h["id"] for h in row], label["relevant_documents"], ks)
+                ranked = [i for h in row for i in (h["id"], *h.get("duplicates", []))]  # copies after their hit
+                score = score_question(ranked, label["relevant_documents"], ks)
                 scores.append(score)
                 per_question[start + offset]["first_rank"][mode] = score["first_rank"]
         report["modes"][mode] = summarize(scores, ks)

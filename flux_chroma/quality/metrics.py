@@ -2,7 +2,8 @@
 
 A hit answers to its own id and its document's id, so a label may name documents or chunks.
 Each relevant item counts once, at the first hit (rank 1 = first) that finds it; nDCG uses
-binary gains over ``min(len(relevant), 10)`` ideal hits.
+binary gains over ``min(len(relevant), 10)`` ideal hits. :mod:`flux_chroma.quality.evaluate`
+ranks the copies ``query`` folded into a hit (``duplicates``) right after it.
 """
 
 from __future__ import annotations
