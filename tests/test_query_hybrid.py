@@ -122,6 +122,42 @@ def test_distinct_results_fold_identical_texts_and_still_return_k(tenant: str) -
     assert all("duplicates" not in h for h in every)
 
 
+def test_a_page_in_two_formats_is_answered_once(tenant: str, tmp_path: Path) -> None:
+    """Node.js ships its API docs as fs.md and fs.html side by side: the same passage came back
+    from both, chunked at other bounds (not identical texts), and filled two of five places."""
+    from flux_chroma.ingest import run_ingest
+
+    sections = {
+        "Reading files": "Use readFile to read a whole file into memory at once; for large files prefer a read stream, which hands the file over in pieces and keeps memory flat.",
+        "Writing files": "Use writeFile to replace a file's contents; appendFile adds to the end, and the flag option chooses whether an existing file is truncated or kept.",
+        "Watching files": "A watcher reports changes to a file or a folder; on some platforms it reports renames as two events, so compare the names before acting on them.",
+    }
+    markdown = "# File system\n\n" + "".join(f"## {t}\n\nStability: 2 - Stable. {body}\n\n" for t, body in sections.items())
+    html = "<html><body><nav>Index | About this documentation</nav><h1>File system</h1>" + "".join(
+        f"<h2>{t}</h2><p>Added in: v0.1.29</p><p>Stability: 2 - Stable. {body}</p>" for t, body in sections.items()
+    ) + "</body></html>"
+    folder = tmp_path / "api"
+    folder.mkdir()
+    (folder / "fs.md").write_text(markdown, encoding="utf-8")
+    (folder / "fs.html").write_text(html, encoding="utf-8")
+    job = {"tenant": tenant, "collection": "api", "sources": [{"kind": "files", "id": "api", "path": str(folder)}],
+           "chunking": {"size": 40}}
+    ctx = run_ingest(job)
+    assert ctx.has_succeeded, ctx.output
+    question = "how do I read a large file without loading it all into memory"
+    for mode in ("dense", "hybrid"):
+        every = _ask(tenant, "api", question, k=6, mode=mode, distinct=False)
+        top = _ask(tenant, "api", question, k=3, mode=mode)
+        assert {h["document"] for h in every[:2]} != {every[0]["document"]}  # two texts, one passage
+        first = top[0]
+        assert "read stream" in first["document"] and len(first["duplicates"]) == 1, top
+        copy = next(h for h in every if h["id"] == first["duplicates"][0])
+        assert copy["citation"]["document"] != first["citation"]["document"]  # the other format
+        assert len(top) == 3 and not any("read stream" in h["document"] for h in top[1:]), top
+        # Passages that only share a line ("Stability: 2 - Stable.") are not copies.
+        assert any("writeFile" in h["document"] or "watcher" in h["document"] for h in top[1:]), top
+
+
 def test_path_prefix_selects_a_folder_and_its_subfolders(tenant: str, tmp_path: Path) -> None:
     from flux_chroma.ingest import run_ingest
 

@@ -217,7 +217,7 @@ def query(
         str, typer.Option("--mode", metavar="MODE", help="'hybrid' (vectors + the server's full-text index) or 'dense' (vectors only).")
     ] = "hybrid",
     distinct: Annotated[
-        bool, typer.Option("--distinct/--all", help="Show each text once (identical texts fold into the best hit) or every record.")
+        bool, typer.Option("--distinct/--all", help="Show each passage once (copies, from this or another file or format, fold into the best hit) or every record.")
     ] = True,
     path_prefix: Annotated[
         str | None, typer.Option("--path-prefix", metavar="DIR", help="Only files at or under this folder of an ingested folder, e.g. docs/api.")

@@ -92,8 +92,9 @@ async def query(
         mode: ``"hybrid"`` (default): nearest vectors fused with full-text matches of the
             question's phrase, identifiers, numbers and rare words from the server's own
             full-text index; ``"dense"``: nearest vectors only (one request per call).
-        distinct: Return each text once (default): a hit whose text is identical to a
-            better-ranked one is folded into it and listed under its ``"duplicates"``.
+        distinct: Return each passage once (default): a hit whose text mostly repeats a
+            better-ranked one's (identical, or the same passage from another file or format)
+            is folded into it and listed under its ``"duplicates"``.
         path_prefix: Only records of files at or under this folder (``"docs/api"``) or
             this one file, for collections ingested from ``files`` sources.
 

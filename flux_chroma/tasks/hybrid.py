@@ -4,12 +4,12 @@ A chunk's dense vector dilutes an identifier or a rare term; the server has no B
 does keep a full-text one behind ``where_document``. :func:`probes` picks the question's
 distinctive parts, :func:`combined_clause` folds them into ONE ``$regex`` (the server scans
 its text once per clause, so one clause is what keeps latency down), and :func:`fuse` merges
-the lists by weighted reciprocal rank fusion. :func:`distinct` folds identical texts.
+the lists by weighted reciprocal rank fusion. :func:`distinct` folds copies of a
+better-ranked hit (the same passage from another file or format) into it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,6 +26,7 @@ __all__ = [
     "contains",
     "fold",
     "distinct",
+    "shingles",
     "escape_regex",
     "fuse",
     "path_prefix_filter",
@@ -46,6 +47,8 @@ COMMON_FACTOR = 0.25  # weight share of a probe whose list came back full (a com
 MIN_CANDIDATES = 30  # per list, whatever k: with fewer, a small k made rare terms "common"
 NATURAL_DENSE_WEIGHT = 2.0  # dense weight when nothing holds the question word for word
 MAX_PHRASE = 300  # longest question (characters) still probed as a whole phrase
+SHINGLE = 5  # words per run when results are compared (:func:`distinct`)
+NEAR_COPY = 0.8  # share of a hit's word runs, in one stretch, already shown that makes it a copy
 
 _MAX_TERM = 120
 _EXACT_KINDS = ("quoted", "phrase")
@@ -56,6 +59,7 @@ _QUOTED = re.compile(r'"([^"]{2,})"|“([^”]{2,})”|(?<!`)(`+)([^`]{2,}?)\3(?
 _QUOTED_TEXT = (1, 2, 4, 5)  # the groups holding the quoted text
 _TOKEN = re.compile(r"[\w][\w.\-/:@+#]*[\w+#]|--?[\w][\w\-]*|\w")
 _TRIM = ".,;:!?)('\"`"
+_WORD = re.compile(r"\w+")
 
 # English function and question words: probing them would only repeat the dense ranking.
 _STOPWORD_TEXT = """
@@ -235,25 +239,50 @@ def fuse(
     return sorted(scores, key=lambda rid: (rid not in promoted, -scores[rid]))  # a stable sort
 
 
-def text_key(hit: Hit) -> str:
-    """SHA-256 of the whitespace-normalised document (a hit without one: its id)."""
-    document = hit.get("document")
-    if document is None:
-        return "id:" + str(hit["id"])
-    return hashlib.sha256(" ".join(document.split()).encode("utf-8")).hexdigest()
+def shingles(text: str) -> list[int]:
+    """Hashes of the runs of :data:`SHINGLE` consecutive words of ``text``, in order (case and
+    punctuation ignored; a shorter text is one run of all its words). Comparable within a process."""
+    words = _WORD.findall(text.lower())
+    if len(words) <= SHINGLE:
+        return [hash(tuple(words))]
+    return list(map(hash, zip(*(words[i:] for i in range(SHINGLE)), strict=False)))
+
+
+def _repeats(runs: list[int], present: frozenset[int], seen: frozenset[int]) -> bool:
+    """Whether :data:`NEAR_COPY` of ``runs`` lie in ``seen`` as ONE unbroken stretch."""
+    need = NEAR_COPY * len(runs)
+    if len(present & seen) < need:  # most pairs end here, in C
+        return False
+    stretch = 0
+    for run in runs:
+        stretch = stretch + 1 if run in seen else 0
+        if stretch >= need:
+            return True
+    return False
 
 
 def distinct(hits: Sequence[Hit], k: int) -> list[Hit]:
-    """The first ``k`` hits with distinct texts; copies among ``hits`` go to ``"duplicates"``."""
-    kept: dict[str, Hit] = {}
+    """The first ``k`` hits that are not copies of a better-ranked one; copies go to ``"duplicates"``.
+
+    A hit is a copy when :data:`NEAR_COPY` of its text, in one unbroken stretch of word runs
+    (:func:`shingles`), is in a kept hit: the same text, the same passage cut at other bounds,
+    or the same page read from another format (a folder holding ``fs.md`` and ``fs.html``).
+    Templated pages that differ in a name or a number mid-text (CMake's policy pages) break
+    the stretch and stay apart. A hit without a document is compared by id.
+    """
+    kept: list[tuple[Hit, frozenset[int]]] = []
     for hit in hits:
-        key = text_key(hit)
-        first = kept.get(key)
-        if first is None:
-            kept[key] = hit.copy()
-        else:
+        if len(kept) == k:  # copies ranked below the k-th kept hit are not looked for
+            break
+        document = hit.get("document")
+        runs = [hash("id:" + str(hit["id"]))] if document is None else shingles(document)
+        present = frozenset(runs)
+        first = next((h for h, seen in kept if _repeats(runs, present, seen)), None)
+        if first is not None:
             first.setdefault("duplicates", []).append(hit["id"])
-    return list(kept.values())[:k]
+        else:
+            kept.append((hit.copy(), present))
+    return [h for h, _ in kept]
 
 
 def path_prefix_filter(prefix: str) -> dict[str, Any]:

@@ -199,7 +199,7 @@ def query_collection(
         ef: Configured embedding function, or ``None`` for the pinned one.
         cache: Embedding cache for the questions, or ``None``.
         space: Expected distance space (``None``: the pinned one).
-        distinct: Return each text once (more candidates are fetched to find ``k``).
+        distinct: Return each passage once (more candidates are fetched to find ``k``).
 
     Returns:
         ``(hits per question, stats)``; stats holds cache hits/misses and embedding seconds.

@@ -50,8 +50,9 @@ class Hit(TypedDict):
         document: The stored text (``None`` if the record has none).
         metadata: The record's metadata, without flux-chroma's ``fc_*`` keys.
         distance: Distance to the question in the collection's space (smaller is nearer).
-        duplicates: With ``distinct=True``, the ids of other candidates with exactly the same
-            text, folded into this hit; absent when there are none.
+        duplicates: With ``distinct=True``, the ids of other candidates that repeat this
+            hit's passage (:func:`flux_chroma.tasks.hybrid.distinct`), folded into it; absent
+            when there are none.
         citation: Where the text comes from, for records of ingested files: ``document``,
             ``path``, ``heading``, ``page``, ``start``/``end`` (character offsets in the
             document), ``title``, ``format`` (those stored); absent when it has none.
