@@ -62,7 +62,7 @@ def test_query_shows_paths_and_folded_copies_and_json_is_unchanged(url: str, ten
     done = runner.invoke(app, base)
     assert done.exit_code == 0, done.output
     first = next(line for line in done.output.splitlines() if HEADER.match(line))
-    assert re.search(r"pkg[01]/copyright  \(\+1 identical\)$", first), done.output
+    assert re.search(r"pkg[01]/copyright  \(\+1 copy\)$", first), done.output
     as_json = json.loads(runner.invoke(app, [*base, "--json"]).output)
     assert set(as_json) == {"tenant", "collection", "question", "hits"}
     hit = as_json["hits"][0]

@@ -57,7 +57,7 @@ def hits_table(hits: Sequence[dict[str, Any]], title: str, *, wide: bool = False
     """Print ranked hits as search results: a header line per hit, then its text.
 
     The header holds the rank, the distance, a readable name (``guide.md #3 > Install``) and
-    how many identical texts were folded into the hit. ``wide`` shows the id, the whole text
+    how many copies of its passage were folded into the hit. ``wide`` shows the id, the whole text
     and the metadata instead, each on one line however long.
     """
     if not hits:
@@ -69,7 +69,7 @@ def hits_table(hits: Sequence[dict[str, Any]], title: str, *, wide: bool = False
         distance = hit.get("distance")
         head = f"{rank:>2}. {'-' if distance is None else f'{float(distance):.4f}'}  "
         copies = hit.get("duplicates") or []
-        tail = f"  (+{len(copies)} identical)" if copies else ""
+        tail = f"  (+{len(copies)} {'copy' if len(copies) == 1 else 'copies'})" if copies else ""
         name = str(hit.get("id", "")) if wide else _hit_label(hit)
         room = None if wide else max(8, width - len(head) - len(tail))
         out.append(head + _short(name, room) + tail)
@@ -82,7 +82,7 @@ def hits_table(hits: Sequence[dict[str, Any]], title: str, *, wide: bool = False
             if hit.get("citation"):
                 out.append("    citation: " + json.dumps(hit["citation"], ensure_ascii=False, sort_keys=True))
             if copies:
-                out.append("    identical: " + ", ".join(map(str, copies)))
+                out.append("    copies: " + ", ".join(map(str, copies)))
         else:
             wrapped = textwrap.wrap(text, width=width - 4, break_long_words=True) or [""]
             if len(wrapped) > HIT_LINES:

@@ -75,8 +75,8 @@ async def evaluation_steps(
             hits = await ask(collection, batch, k=depth, **({} if mode == "default" else {"mode": mode}))
             for offset, row in enumerate(hits):
                 label = labels[start + offset]
-                ranked = [i for h in row for i in (h["id"], *h.get("duplicates", []))]  # copies after their hit
-                score = score_question(ranked, label["relevant_documents"], ks)
+                places = [[h["id"], *h.get("duplicates", [])] for h in row]  # a hit and its copies
+                score = score_question(places, label["relevant_documents"], ks)
                 scores.append(score)
                 per_question[start + offset]["first_rank"][mode] = score["first_rank"]
         report["modes"][mode] = summarize(scores, ks)

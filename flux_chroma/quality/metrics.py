@@ -2,8 +2,8 @@
 
 A hit answers to its own id and its document's id, so a label may name documents or chunks.
 Each relevant item counts once, at the first hit (rank 1 = first) that finds it; nDCG uses
-binary gains over ``min(len(relevant), 10)`` ideal hits. :mod:`flux_chroma.quality.evaluate`
-ranks the copies ``query`` folded into a hit (``duplicates``) right after it.
+binary gains over ``min(len(relevant), 10)`` ideal hits. The copies ``query`` folded into a hit
+(``duplicates``) share its rank (nDCG lists them right after it).
 """
 
 from __future__ import annotations
@@ -20,8 +20,12 @@ __all__ = ["NDCG_DEPTH", "score_question", "summarize"]
 NDCG_DEPTH = 10
 
 
-def score_question(hit_ids: Sequence[str], relevant: Iterable[str], ks: Sequence[int]) -> dict[str, Any]:
+def score_question(hit_ids: Sequence[str | Sequence[str]], relevant: Iterable[str], ks: Sequence[int]) -> dict[str, Any]:
     """Score hit ids (best first) against the relevant document or chunk ids.
+
+    A place may hold several ids: a hit and the copies ``query`` folded into it. They count at
+    that place for recall, hit and the first rank; nDCG gives each its own place, right after
+    the hit, so every relevant document keeps a gain of its own.
 
     Returns:
         ``{"recall@k" and "hit@k" for each k, "rr", "ndcg@10", "first_rank"}`` (``first_rank``
@@ -33,12 +37,14 @@ def score_question(hit_ids: Sequence[str], relevant: Iterable[str], ks: Sequence
         (0.0, 1.0, 0.5)
     """
     wanted = {doc_key_of(r) for r in relevant}
+    places = [[ids] if isinstance(ids, str) else list(ids) for ids in hit_ids]
     found_at: dict[str, int] = {}
     gains: list[int] = []
-    for rank, hit in enumerate(hit_ids, 1):
-        new = ({hit, document_key(hit)} & wanted) - set(found_at)  # a hit answers for its document too
-        found_at.update(dict.fromkeys(new, rank))
-        gains.append(1 if new else 0)
+    for rank, place in enumerate(places, 1):
+        for hit in place:
+            new = ({hit, document_key(hit)} & wanted) - set(found_at)  # a hit answers for its document too
+            found_at.update(dict.fromkeys(new, rank))
+            gains.append(1 if new else 0)
     out: dict[str, Any] = {f"recall@{k}": sum(1 for r in found_at.values() if r <= k) / len(wanted) for k in ks}
     first = min(found_at.values(), default=None)
     out.update({f"hit@{k}": 1.0 if first is not None and first <= k else 0.0 for k in ks})
