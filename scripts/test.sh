@@ -20,17 +20,15 @@ echo "==> mypy --strict flux_chroma (beside the test suite)"
 "$VENV/bin/mypy" --strict flux_chroma >"$mypy_log" 2>&1 &
 mypy_pid=$!
 
-# Four workers on two cores: the fleet tests mostly wait on servers and processes, so more
-# workers than cores keep both cores busy (fresh-clone .ci/run here: 431.7 s with -n 4 against
-# 511.9 s with -n 3 the same hour, 1.85 cores busy against 1.65; earlier, 493 s with -n 3
-# against 573 s with -n 2).
+# Three workers on two cores: the fleet tests mostly wait on servers and processes, so a third
+# worker keeps both cores busy (measured: 493 s with -n 3 against 573 s with -n 2).
 # --dist loadscope: a module is one unit of work, so its module fixtures (a Flux fleet, a server)
 # start once; tests/conftest.py orders the longest modules first and --no-loadscope-reorder keeps
 # that order (measured on a quiet machine: 403 s, against 462 s handing out single tests; a
 # fresh-clone CI run with plain `-n 3`, which pre-assigns a quarter of the suite round-robin, took 611 s).
-echo "==> pytest -n 4 --dist loadscope --no-loadscope-reorder (longest modules first, see tests/conftest.py)"
+echo "==> pytest -n 3 --dist loadscope --no-loadscope-reorder (longest modules first, see tests/conftest.py)"
 status=0
-"$VENV/bin/python" -m pytest -n 4 --dist loadscope --no-loadscope-reorder --durations=30 || status=$?
+"$VENV/bin/python" -m pytest -n 3 --dist loadscope --no-loadscope-reorder --durations=30 || status=$?
 
 mypy_status=0
 wait "$mypy_pid" || mypy_status=$?

@@ -46,7 +46,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 # Every module of 12 s or more, longest first (the seconds its tests took in one full run of
-# scripts/test.sh). scripts/test.sh runs `-n 4 --dist loadscope --no-loadscope-reorder`: each
+# scripts/test.sh). scripts/test.sh runs `-n 3 --dist loadscope --no-loadscope-reorder`: each
 # module is one unit of work (its module fixtures, e.g. a Flux fleet, start once) handed out in
 # this order, so the long units start at once and the short modules fill the gaps at the end.
 # A long module left to the end runs alone: test_telemetry, mostly waiting on exporter
