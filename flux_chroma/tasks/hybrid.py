@@ -26,7 +26,6 @@ __all__ = [
     "contains",
     "fold",
     "distinct",
-    "shingles",
     "escape_regex",
     "fuse",
     "path_prefix_filter",
@@ -239,10 +238,11 @@ def fuse(
     return sorted(scores, key=lambda rid: (rid not in promoted, -scores[rid]))  # a stable sort
 
 
-def shingles(text: str) -> list[int]:
-    """Hashes of the runs of :data:`SHINGLE` consecutive words of ``text``, in order (case and
-    punctuation ignored; a shorter text is one run of all its words). Comparable within a process."""
-    words = _WORD.findall(text.lower())
+def _shingles(text: str) -> list[int]:
+    """Hashes of the runs of :data:`SHINGLE` consecutive words of ``text``, in order (case-folded
+    as :func:`fold` does, punctuation ignored; a shorter text is one run of all its words).
+    Comparable within a process."""
+    words = _WORD.findall(text.casefold())
     if len(words) <= SHINGLE:
         return [hash(tuple(words))]
     return list(map(hash, zip(*(words[i:] for i in range(SHINGLE)), strict=False)))
@@ -265,7 +265,7 @@ def distinct(hits: Sequence[Hit], k: int) -> list[Hit]:
     """The first ``k`` hits that are not copies of a better-ranked one; copies go to ``"duplicates"``.
 
     A hit is a copy when :data:`NEAR_COPY` of its text, in one unbroken stretch of word runs
-    (:func:`shingles`), is in a kept hit: the same text, the same passage cut at other bounds,
+    (:func:`_shingles`), is in a kept hit: the same text, the same passage cut at other bounds,
     or the same page read from another format (a folder holding ``fs.md`` and ``fs.html``).
     Templated pages that differ in a name or a number mid-text (CMake's policy pages) break
     the stretch and stay apart. A hit without a document is compared by id.
@@ -275,7 +275,7 @@ def distinct(hits: Sequence[Hit], k: int) -> list[Hit]:
         if len(kept) == k:  # copies ranked below the k-th kept hit are not looked for
             break
         document = hit.get("document")
-        runs = [hash("id:" + str(hit["id"]))] if document is None else shingles(document)
+        runs = [hash("id:" + str(hit["id"]))] if document is None else _shingles(document)
         present = frozenset(runs)
         first = next((h for h, seen in kept if _repeats(runs, present, seen)), None)
         if first is not None:
