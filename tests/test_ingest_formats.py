@@ -162,8 +162,21 @@ def test_without_the_extra_a_pdf_is_a_named_skip_with_the_install_command(tmp_pa
     assert done.returncode == 0, done.stderr
     reason, globs = json.loads(done.stdout)
     assert 'pip install "flux-chroma[documents]"' in reason
-    assert "**/*.pdf" not in globs and "**/*.html" in globs
+    assert "**/*.pdf" not in globs and "**/*.pdf.gz" not in globs and "**/*.html" in globs
     assert "**/*.pdf" in default_globs()  # here the extra is installed
+
+
+def test_default_globs_take_a_gzipped_pdf_with_its_pages(tmp_path: Path) -> None:
+    """Debian ships manuals as ``.pdf.gz`` (valgrind, bzip2, nettle): the default globs took none."""
+    folder = tmp_path / "doc"
+    folder.mkdir()
+    pdf = make_pdf(tmp_path / "manual.pdf", [["first page words"], ["second page words"]])
+    (folder / "manual.pdf.gz").write_bytes(gzip.compress(pdf.read_bytes()))
+    plan = build_plan(job_for("acme", folder))
+    assert plan["docs"] == 1 and plan["unmatched_files"] == 0 and plan["skipped_file_count"] == 0
+    doc = read_file(str(folder / "manual.pdf.gz"), "manual.pdf.gz")
+    assert isinstance(doc, Converted) and doc.format == "pdf" and doc.converter.startswith("gzip+pdfminer.six")
+    assert [doc.text[i:].split("\n")[0] for i in doc.page_starts] == ["first page words", "second page words"]
 
 
 # --------------------------------------------------------------------------- bad input

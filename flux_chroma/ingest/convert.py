@@ -124,15 +124,15 @@ def documents_available() -> bool:
 def default_globs() -> list[str]:
     """The ``glob`` of a ``files`` source that names none.
 
-    Markdown, text, reStructuredText, HTML, GNU Info and man pages (also gzipped, and a split
-    Info manual's parts), PDF/DOCX/PPTX when :func:`documents_available`, and the names of
-    :data:`PLAIN_NAMES`.
+    Markdown, text, reStructuredText, HTML, GNU Info and man pages, PDF/DOCX/PPTX when
+    :func:`documents_available` (each also gzipped), a split Info manual's parts, and the names
+    of :data:`PLAIN_NAMES`.
     """
     suffixes = [s for s, fmt in _FORMATS.items() if fmt not in _DOCUMENTS]
     globs = [f"**/*{s}" for s in suffixes] + [f"**/*{s}.gz" for s in suffixes] + ["**/*.info-[0-9]*"]
     globs += ["**/*.[1-9]", "**/*.[1-9].gz", "**/*.[1-9][a-z]*"]  # man pages
-    if documents_available():
-        globs += [f"**/*{s}" for s, fmt in _FORMATS.items() if fmt in _DOCUMENTS]
+    if documents_available():  # Debian ships manuals as .pdf.gz (valgrind, bzip2, nettle)
+        globs += [f"**/*{s}{gz}" for s, fmt in _FORMATS.items() if fmt in _DOCUMENTS for gz in ("", ".gz")]
     for name in PLAIN_NAMES:
         globs += [f"**/{name}", f"**/{name}.*"]
     return globs
