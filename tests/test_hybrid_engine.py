@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from workflows import ingest_wf
 
 from flux_chroma.cli.app import app
-from flux_chroma.tasks.hybrid import MAX_MATCHES, combined_clause, contains, probes
+from flux_chroma.tasks.hybrid import MAX_MATCHES, combined_clause, contains, distinct, probes
 from flux_chroma.tasks.reader import _Search
 
 TEXTS = [
@@ -44,6 +44,31 @@ QUESTIONS = [
 def _ingest(tenant: str, collection: str, docs: list[dict[str, Any]]) -> None:
     run = ingest_wf.run({"tenant": tenant, "collection": collection, "docs": docs})
     assert run.has_succeeded, run.output
+
+
+def test_distinct_folds_a_longer_cut_of_a_shown_passage_and_keeps_overlapping_ones() -> None:
+    """valgrind ships its manual as HTML and as a PDF: a PDF chunk held an HTML section whole
+    plus the start of the next section, 75% of it a repeat, and came back as a second hit."""
+    section = (
+        "BBV also counts the fldcw instruction. This instruction is used on x86 machines in various ways; it is most "
+        "commonly found when converting floating point values into integers. On Pentium 4 systems the retired instruction "
+        "performance counter counts this instruction as two instructions (all other known processors only count it as one)."
+    )
+    following = (
+        "BBV supports threaded programs. When a program has multiple threads, an additional basic block vector file is "
+        "created for each thread, named after the thread number."
+    )
+    half = " ".join(section.split()[len(section.split()) // 2 :])
+    hits = [
+        {"id": "html", "document": section},
+        {"id": "pdf", "document": f"{section}\n\n13.6. Threaded Executable Support\n\n{following}"},  # cut longer
+        {"id": "shifted", "document": f"{half} {following} Each file holds one vector per interval."},  # half new
+        {"id": "status", "document": "Stability: 2 - Stable."},
+        {"id": "long", "document": "Stability: 2 - Stable. Cachegrind simulates how a program uses the cache hierarchy."},  # holds a short hit
+    ]
+    kept = distinct(hits, k=5)
+    assert [h["id"] for h in kept] == ["html", "shifted", "status", "long"]
+    assert kept[0]["duplicates"] == ["pdf"] and all("duplicates" not in h for h in kept[1:])
 
 
 def test_one_combined_clause_finds_what_the_probes_find_one_by_one(tenant: str, raw_client: Any) -> None:

@@ -48,6 +48,7 @@ NATURAL_DENSE_WEIGHT = 2.0  # dense weight when nothing holds the question word 
 MAX_PHRASE = 300  # longest question (characters) still probed as a whole phrase
 SHINGLE = 5  # words per run when results are compared (:func:`distinct`)
 NEAR_COPY = 0.8  # share of a hit's word runs, in one stretch, already shown that makes it a copy
+CUT_LONGER = 0.5  # share of a hit that a kept hit's stretch must fill to make it a longer cut of it
 
 _MAX_TERM = 120
 _EXACT_KINDS = ("quoted", "phrase")
@@ -248,11 +249,23 @@ def _shingles(text: str) -> list[int]:
     return list(map(hash, zip(*(words[i:] for i in range(SHINGLE)), strict=False)))
 
 
-def _repeats(runs: list[int], present: frozenset[int], seen: frozenset[int]) -> bool:
-    """Whether :data:`NEAR_COPY` of ``runs`` lie in ``seen`` as ONE unbroken stretch."""
+def _is_copy(runs: list[int], present: frozenset[int], shown: list[int], seen: frozenset[int]) -> bool:
+    """Whether a hit (its word runs, and their set) repeats a kept hit (its runs and their set).
+
+    It does when :data:`NEAR_COPY` of its runs lie in the kept hit as one stretch, or when
+    :data:`NEAR_COPY` of the kept hit's runs lie in it as one stretch that fills
+    :data:`CUT_LONGER` of it (the same passage, cut longer).
+    """
+    common = len(present & seen)  # most pairs end here, in C
     need = NEAR_COPY * len(runs)
-    if len(present & seen) < need:  # most pairs end here, in C
-        return False
+    if common >= need and _stretch(runs, seen, need):
+        return True
+    need = max(NEAR_COPY * len(shown), CUT_LONGER * len(runs))
+    return common >= need and _stretch(shown, present, need)
+
+
+def _stretch(runs: list[int], seen: frozenset[int], need: float) -> bool:
+    """Whether ``need`` of ``runs`` lie in ``seen`` as ONE unbroken stretch."""
     stretch = 0
     for run in runs:
         stretch = stretch + 1 if run in seen else 0
@@ -267,22 +280,25 @@ def distinct(hits: Sequence[Hit], k: int) -> list[Hit]:
     A hit is a copy when :data:`NEAR_COPY` of its text, in one unbroken stretch of word runs
     (:func:`_shingles`), is in a kept hit: the same text, the same passage cut at other bounds,
     or the same page read from another format (a folder holding ``fs.md`` and ``fs.html``).
-    Templated pages that differ in a name or a number mid-text (CMake's policy pages) break
-    the stretch and stay apart. A hit without a document is compared by id.
+    It is also one when it holds :data:`NEAR_COPY` of a kept hit in one stretch that fills
+    :data:`CUT_LONGER` of it: the same passage cut longer (a PDF page's chunk holding an HTML
+    section and the start of the next). Templated pages that differ in a name or a number
+    mid-text (CMake's policy pages) break the stretch and stay apart. A hit without a document
+    is compared by id.
     """
-    kept: list[tuple[Hit, frozenset[int]]] = []
+    kept: list[tuple[Hit, list[int], frozenset[int]]] = []
     for hit in hits:
         if len(kept) == k:  # copies ranked below the k-th kept hit are not looked for
             break
         document = hit.get("document")
         runs = [hash("id:" + str(hit["id"]))] if document is None else _shingles(document)
         present = frozenset(runs)
-        first = next((h for h, seen in kept if _repeats(runs, present, seen)), None)
+        first = next((h for h, shown, seen in kept if _is_copy(runs, present, shown, seen)), None)
         if first is not None:
             first.setdefault("duplicates", []).append(hit["id"])
         else:
-            kept.append((hit.copy(), present))
-    return [h for h, _ in kept]
+            kept.append((hit.copy(), runs, present))
+    return [h for h, _, _ in kept]
 
 
 def path_prefix_filter(prefix: str) -> dict[str, Any]:
