@@ -137,6 +137,20 @@ def test_pdf_pages_and_slides_give_page_offsets(tmp_path: Path) -> None:
     assert isinstance(deck, Converted) and [deck.text[i:].split("\n")[0] for i in deck.page_starts] == ["# One", "# Two"]
 
 
+def test_pdf_running_headers_and_page_numbers_are_dropped(tmp_path: Path) -> None:
+    """A chapter title over each page and the page numbers (valgrind's, nettle's and bzip2's
+    manuals) cut every passage running over a page break; lines that merely recur stay."""
+    pages = []
+    for n in range(1, 6):
+        lines = ["Chapter 2: Pumps and valves", "", f"Paragraph {n} of the pump chapter holds its own words.", f"Step {n}: check the seal."]
+        lines += ["", "See also:"] if n % 2 else []  # at the same edge of pages 1, 3 and 5: not consecutive
+        pages.append([*lines, "", f"Page {n + 10} of 15"])
+    doc = read_file(str(make_pdf(tmp_path / "manual.pdf", pages)), "manual.pdf")
+    assert isinstance(doc, Converted) and "Chapter 2" not in doc.text and "of 15" not in doc.text
+    assert [doc.text[i:].split("\n", 2)[1] for i in doc.page_starts] == [f"Paragraph {n} of the pump chapter holds its own words." for n in range(1, 6)]
+    assert doc.text.count("See also:") == 3 and all(f"Step {n}: check the seal." in doc.text for n in range(1, 6))
+
+
 def test_the_documents_extra_converts_offline(tmp_path: Path) -> None:
     """PDF, DOCX and PPTX convert in a process that has no network at all (a new network namespace)."""
     folder = make_corpus(tmp_path / "docs")

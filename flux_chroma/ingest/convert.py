@@ -4,7 +4,8 @@ Text and Markdown are read as they are; ``.gz`` files are decompressed (up to
 :data:`MAX_EXPANDED_MB`) and converted by their inner name; HTML becomes its main text as
 Markdown (BeautifulSoup + markdownify), a GNU Info manual its nodes' text with headings, a man
 page its text as ``man`` shows it (rendered by groff, when installed); PDF
-becomes its text by pdfminer.six, DOCX and PPTX go through ``markitdown`` (both in the
+becomes its text by pdfminer.six (page numbers and running headers dropped), DOCX and PPTX go
+through ``markitdown`` (both in the
 ``flux-chroma[documents]`` extra). A file that cannot be read or converted never stops a job:
 :func:`read_file` returns a :class:`Skipped` with a reason a person can act on. All offline.
 """
@@ -16,6 +17,7 @@ import contextlib
 import errno
 import gzip
 import io
+import itertools
 import os
 import re
 import shutil
@@ -75,6 +77,9 @@ _INFO_MARKER = re.compile(rb"\x00\x08\[[^\x00]{0,4096}\x00\x08\]")  # Texinfo's 
 _INFO_NODE = re.compile(r"\A\n?File: [^\n]*?Node: ?([^,\n]*)[^\n]*\n")
 _INFO_TITLE = re.compile(r"^([^\n]*\S)[ \t]*\n(([*=.-])\3+)[ \t]*$", re.MULTILINE)  # a title, its underline, its character
 _INFO_LEVELS = {"*": "#", "=": "##", "-": "###", ".": "####"}
+_EDGE_LINES = 2  # lines at each edge of a PDF page that may be a running header, footer or page number
+_FURNITURE_PAGES = 3  # consecutive pages with a line at the same edge that make it furniture
+_PAGE_NUMBER = re.compile(r"(?i:page )?\d{1,4}(?: ?(?:/|of) ?\d{1,4})?|[ivxlc]{1,6}")  # 12, Page 3 of 9, xiv
 _MAN_SUFFIX = re.compile(r"\.[1-9][a-z]{0,8}$")  # a man page's section: ls.1, CA.pl.1ssl, Carp.3perl
 _ROFF = re.compile(rb"^(?:\.(?:TH|Dd|so)\s|\.\\\"|'\\\")", re.MULTILINE)  # .TH (man), .Dd (mdoc), .so, comments
 _ROFF_ALIAS = re.compile(rb"\A(?:\.\\\"[^\n]*\n)*\.so\s")  # a page that only includes another
@@ -424,6 +429,44 @@ def _document_text(data: bytes, fmt: str) -> tuple[str, str | None, str]:
     return str(result.markdown or ""), result.title, f"markitdown {_version('markitdown')}"
 
 
+def _without_furniture(pages: list[str]) -> list[str]:
+    """``pages`` without their running headers, footers and page numbers.
+
+    A line among a page's first or last :data:`_EDGE_LINES` non-empty ones is furniture when
+    it is at the same edge of :data:`_FURNITURE_PAGES` consecutive pages, this one included
+    (every page number counts as the same line): ``12``, ``Page 3 of 9``, ``Chapter 3:
+    Reference`` over each page of its chapter. Left in, they cut a passage that runs over a
+    page break in two, and a running title makes every page's chunks look alike.
+    """
+    edges: list[dict[int, tuple[str, str]]] = []  # per page: line index -> (edge, shape)
+    for page in pages:
+        lines = page.split("\n")
+        filled = [i for i, line in enumerate(lines) if line.strip()]
+        marks = {i: ("bottom", _shape(lines[i])) for i in filled[-_EDGE_LINES:]}
+        marks.update({i: ("top", _shape(lines[i])) for i in filled[:_EDGE_LINES]})
+        edges.append(marks)
+    where: dict[tuple[str, str], set[int]] = {}
+    for n, marks in enumerate(edges):
+        for key in marks.values():
+            where.setdefault(key, set()).add(n)
+    out = []
+    for n, (page, marks) in enumerate(zip(pages, edges, strict=True)):
+        drop = {i for i, key in marks.items() if _in_run(n, where[key])}
+        out.append("\n".join(line for i, line in enumerate(page.split("\n")) if i not in drop) if drop else page)
+    return out
+
+
+def _in_run(n: int, pages: set[int]) -> bool:
+    """Whether page ``n`` is one of :data:`_FURNITURE_PAGES` consecutive ``pages``."""
+    return any(all(m in pages for m in range(start, start + _FURNITURE_PAGES)) for start in range(n - _FURNITURE_PAGES + 1, n + 1))
+
+
+def _shape(line: str) -> str:
+    """A line with its spacing normalised; every page number is one shape."""
+    text = " ".join(line.split())
+    return "#" if _PAGE_NUMBER.fullmatch(text) else text
+
+
 def _document(data: bytes, fmt: str) -> tuple[str, str | None, tuple[int, ...], str]:
     if not documents_available():
         raise _Skip(f"a {fmt.upper()} file: converting it needs the documents extra ({INSTALL_HINT})")
@@ -434,8 +477,12 @@ def _document(data: bytes, fmt: str) -> tuple[str, str | None, tuple[int, ...], 
         raise _Skip(f"{fmt.upper()} conversion failed ({type(exc).__name__}: {str(exc).strip()[:200]})") from None
     pages: tuple[int, ...] = ()
     if fmt == "pdf" and "\f" in text:  # pdfminer separates pages with form feeds: keep offsets, drop the character
-        pages = (0, *(m.end() for m in re.finditer("\f", text) if m.end() < len(text)))
-        text = text.replace("\f", "\n")
+        parts = _without_furniture(text.split("\f"))
+        if len(parts) > 1 and not parts[-1].strip():
+            last = parts.pop()
+            parts[-1] += "\n" + last
+        pages = tuple(itertools.accumulate((len(part) + 1 for part in parts[:-1]), initial=0))
+        text = "\n".join(parts)
     if fmt == "pptx":  # markitdown marks slides with comments: slide offsets are the pages
         parts = _SLIDE.split(text)
         text, starts = "", []
