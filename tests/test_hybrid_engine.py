@@ -101,6 +101,30 @@ def test_a_rare_probe_is_asked_again_when_common_ones_fill_the_answer(tenant: st
     assert "page" in _Search(SimpleNamespace(collection=coll), None, None).matches(found)  # type: ignore[arg-type]
 
 
+def test_the_records_of_a_phrase_are_ranked_beside_a_common_quoted_term(tenant: str, raw_client: Any) -> None:
+    """Found on git's release notes: a pasted sentence holding "git diff" (in 271 records) was
+    not in the top 10 although its one record holds the whole sentence. The records of every
+    probe were ranked by vector in one request cut at 30 per probe, so the nearest records
+    holding "git diff" filled it and the phrase's record, farther by vector, was cut."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    coll = raw_client.create_collection(f"{tenant}__relnotes", embedding_function=None)
+    rng = np.random.default_rng(11)
+    question_vector = rng.normal(size=8)
+    fillers = [f'* "git diff" learned option number {i} for the output of renames.' for i in range(200)]
+    coll.add(ids=[f"note{i}" for i in range(200)], embeddings=(question_vector + rng.normal(scale=0.05, size=(200, 8))).tolist(), documents=fillers)
+    note = (' * "git diff" used to fail when core.safecrlf is set and the working\n   tree contents had mixed CRLF/LF line endings. '
+            'Committing such a\n   content must be prohibited, but "git diff" should help the user to\n   locate and fix such problems without failing.')
+    coll.add(ids=["1.8.3.4"], embeddings=[(-question_vector).tolist()], documents=[note])  # far from the question by vector
+    question = 'Committing such a content must be prohibited, but "git diff" should help the user to locate and fix such problems without failing.'
+    found = probes(question)
+    assert [p.kind for p in found][:2] == ["quoted", "phrase"]
+    search = _Search(SimpleNamespace(collection=coll), None, None)  # type: ignore[arg-type]
+    with ThreadPoolExecutor(2) as pool:
+        hits, _ = search.hybrid(found, question_vector.tolist(), 30, pool.submit(search.matches, found), pool)
+    assert hits[0]["id"] == "1.8.3.4", [h["id"] for h in hits[:5]]
+
+
 GUIDE = """# Guide
 
 This guide covers the whole life of a deployment: planning the machines, sizing the disks,

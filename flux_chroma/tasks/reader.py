@@ -158,13 +158,18 @@ class _Search:
         texts = sent.result()
         folded = {i: hybrid.fold(t) for i, t in texts.items()}
         holding = [[i for i, t in texts.items() if hybrid.contains(p, t, folded[i])] for p in found]
-        # Ranked by vector: the records of rare probes (< n matches) and of exact phrases;
-        # ranking all of a common probe's matches would cost more than the dense query.
-        chosen = {i for p, ids in zip(found, holding, strict=True)
-                  if len(ids) < n or p.exact for i in ids}
-        ranked = pool.submit(self.by_ids, vector, sorted(chosen), n * max(1, len(found)))
+        # Ranked by vector: every record of a rare probe (< n matches), and the nearest n per
+        # common exact one (a quoted term or phrase), asked apart: in one request the common
+        # ones' nearer records crowded the rare ones out. A common word's matches are not
+        # ranked (it would cost more than the dense query).
+        rare = {i for ids in holding if len(ids) < n for i in ids}
+        common = [ids for p, ids in zip(found, holding, strict=True) if len(ids) >= n and p.exact]
+        ranked = [pool.submit(self.by_ids, vector, sorted(rare), len(rare))]
+        if common:
+            ids = sorted({i for each in common for i in each} - rare)
+            ranked.append(pool.submit(self.by_ids, vector, ids, n * len(common)))
         dense = self.dense([vector], n)[0]
-        matched = ranked.result()
+        matched = sorted((h for r in ranked for h in r.result()), key=lambda h: h["distance"] or 0.0)
         lists = [dense] + [[h for h in matched if hybrid.contains(p, h["document"])][:n] for p in found]
         by_id: dict[str, Hit] = {}
         for hits in lists:
