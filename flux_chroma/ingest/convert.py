@@ -3,10 +3,9 @@
 Text and Markdown are read as they are; ``.gz`` files are decompressed (up to
 :data:`MAX_EXPANDED_MB`) and converted by their inner name; HTML becomes its main text as
 Markdown (BeautifulSoup + markdownify), a GNU Info manual its nodes' text with headings, a man
-page its text as ``man`` shows it (rendered by groff, when installed); PDF
-becomes its text by pdfminer.six (page numbers and running headers dropped), DOCX and PPTX go
-through ``markitdown`` (both in the
-``flux-chroma[documents]`` extra). A file that cannot be read or converted never stops a job:
+page its text as ``man`` shows it (rendered by groff, when installed); PDF becomes its text by
+pdfminer.six (page numbers and running headers dropped), DOCX and PPTX go through
+``markitdown`` (both in the ``flux-chroma[documents]`` extra). A file that cannot be read or converted never stops a job:
 :func:`read_file` returns a :class:`Skipped` with a reason a person can act on. All offline.
 """
 
@@ -438,9 +437,9 @@ def _without_furniture(pages: list[str]) -> list[str]:
     Reference`` over each page of its chapter. Left in, they cut a passage that runs over a
     page break in two, and a running title makes every page's chunks look alike.
     """
+    split = [page.split("\n") for page in pages]
     edges: list[dict[int, tuple[str, str]]] = []  # per page: line index -> (edge, shape)
-    for page in pages:
-        lines = page.split("\n")
+    for lines in split:
         filled = [i for i, line in enumerate(lines) if line.strip()]
         marks = {i: ("bottom", _shape(lines[i])) for i in filled[-_EDGE_LINES:]}
         marks.update({i: ("top", _shape(lines[i])) for i in filled[:_EDGE_LINES]})
@@ -450,9 +449,9 @@ def _without_furniture(pages: list[str]) -> list[str]:
         for key in marks.values():
             where.setdefault(key, set()).add(n)
     out = []
-    for n, (page, marks) in enumerate(zip(pages, edges, strict=True)):
+    for n, (page, lines, marks) in enumerate(zip(pages, split, edges, strict=True)):
         drop = {i for i, key in marks.items() if _in_run(n, where[key])}
-        out.append("\n".join(line for i, line in enumerate(page.split("\n")) if i not in drop) if drop else page)
+        out.append("\n".join(line for i, line in enumerate(lines) if i not in drop) if drop else page)
     return out
 
 
