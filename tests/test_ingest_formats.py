@@ -444,7 +444,7 @@ def test_cli_names_skipped_files_and_exits_5(tmp_path: Path, tenant: str, url: s
     assert "skipped guide/" not in clean.stderr and "file skipped" not in clean.stdout
 
 
-@pytest.mark.parametrize("name", ["README", "NEWS.Debian.gz", "COPYING", "copyright", "changelog.gz", "TODO.Debian", "LICENSE.txt"])
+@pytest.mark.parametrize("name", ["README", "NEWS.Debian.gz", "COPYING", "copyright", "changelog.gz", "TODO.Debian", "LICENSE.txt", "LICENSE-MIT", "ChangeLog-2013.gz", "README_MISSING_SYSCALL_OR_IOCTL"])
 def test_default_globs_take_extension_less_names(tmp_path: Path, name: str) -> None:
     folder = tmp_path / "pkg"
     folder.mkdir()

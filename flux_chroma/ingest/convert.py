@@ -52,7 +52,8 @@ PLAIN_NAMES = (
     "LICENSE", "LICENCE", "copyright", "AUTHORS", "CONTRIBUTORS", "CREDITS", "THANKS", "INSTALL",
     "TODO", "BUGS", "FAQ", "NOTICE",
 )  # fmt: skip
-"""Extension-less file names read as plain text, also with a suffix (``README.Debian``, ``changelog.Debian.gz``)."""
+"""Extension-less file names read as plain text, also with a suffix (``README.Debian``, ``changelog.Debian.gz``)
+or a variant after ``-`` or ``_`` (``LICENSE-MIT``, ``ChangeLog-2013.gz``, ``README_MISSING_SYSCALL_OR_IOCTL``)."""
 
 _FORMATS = {
     ".md": "md", ".markdown": "md", ".txt": "txt", ".text": "txt", ".rst": "txt", ".html": "html",
@@ -138,7 +139,7 @@ def default_globs() -> list[str]:
     if documents_available():  # Debian ships manuals as .pdf.gz (valgrind, bzip2, nettle)
         globs += [f"**/*{s}{gz}" for s, fmt in _FORMATS.items() if fmt in _DOCUMENTS for gz in ("", ".gz")]
     for name in PLAIN_NAMES:
-        globs += [f"**/{name}", f"**/{name}.*"]
+        globs += [f"**/{name}", f"**/{name}.*", f"**/{name}[-_]*"]
     return globs
 
 
