@@ -5,8 +5,9 @@ Text and Markdown are read as they are; ``.gz`` files are decompressed (up to
 Markdown (BeautifulSoup + markdownify), a GNU Info manual its nodes' text with headings, a man
 page its text as ``man`` shows it (rendered by groff, when installed); PDF becomes its text by
 pdfminer.six (page numbers and running headers dropped), DOCX and PPTX go through
-``markitdown`` (both in the ``flux-chroma[documents]`` extra). A file that cannot be read or converted never stops a job:
-:func:`read_file` returns a :class:`Skipped` with a reason a person can act on. All offline.
+``markitdown`` (both in the ``flux-chroma[documents]`` extra). A file that cannot be read or
+converted never stops a job: :func:`read_file` returns a :class:`Skipped` with a reason a
+person can act on. All offline.
 """
 
 from __future__ import annotations
@@ -133,11 +134,10 @@ def default_globs() -> list[str]:
     :func:`documents_available` (each also gzipped), a split Info manual's parts, and the names
     of :data:`PLAIN_NAMES`.
     """
-    suffixes = [s for s, fmt in _FORMATS.items() if fmt not in _DOCUMENTS]
-    globs = [f"**/*{s}" for s in suffixes] + [f"**/*{s}.gz" for s in suffixes] + ["**/*.info-[0-9]*"]
-    globs += ["**/*.[1-9]", "**/*.[1-9].gz", "**/*.[1-9][a-z]*"]  # man pages
-    if documents_available():  # Debian ships manuals as .pdf.gz (valgrind, bzip2, nettle)
-        globs += [f"**/*{s}{gz}" for s, fmt in _FORMATS.items() if fmt in _DOCUMENTS for gz in ("", ".gz")]
+    documents = documents_available()
+    readable = [s for s, fmt in _FORMATS.items() if documents or fmt not in _DOCUMENTS]
+    globs = [f"**/*{s}{gz}" for gz in ("", ".gz") for s in readable]  # Debian gzips manuals: valgrind's .pdf.gz
+    globs += ["**/*.info-[0-9]*", "**/*.[1-9]", "**/*.[1-9].gz", "**/*.[1-9][a-z]*"]  # Info parts, man pages
     for name in PLAIN_NAMES:
         globs += [f"**/{name}", f"**/{name}.*", f"**/{name}[-_]*"]
     return globs

@@ -170,7 +170,7 @@ class _Search:
             ranked.append(pool.submit(self.by_ids, vector, ids, n * len(common)))
         dense = self.dense([vector], n)[0]
         matched = sorted((h for r in ranked for h in r.result()), key=lambda h: h["distance"] or 0.0)
-        lists = [dense] + [[h for h in matched if hybrid.contains(p, h["document"])][:n] for p in found]
+        lists = [dense] + [[h for h in matched if h["id"] in held][:n] for held in map(set, holding)]
         by_id: dict[str, Hit] = {}
         for hits in lists:
             for hit in hits:
