@@ -22,7 +22,8 @@ def _pdf_text(text: str) -> str:
 
 
 def make_pdf(
-    path: Path, pages: list[list[str]], *, title: str | None = None, text_layer: bool = True, locked: bool = False, word_spacing: int = 0
+    path: Path, pages: list[list[str]], *, title: str | None = None, text_layer: bool = True, locked: bool = False, word_spacing: int = 0,
+    ligatures: bool = False,
 ) -> Path:
     """Write a PDF with one page per entry of ``pages`` (each a list of lines).
 
@@ -33,6 +34,8 @@ def make_pdf(
         text_layer: False draws rectangles instead of text (a scan-like page without text).
         locked: Adds a standard security handler whose user password is unknown.
         word_spacing: Points added to each space (``Tw``), as justified (set) prose has.
+        ligatures: Sets "fi" and "fl" as one glyph each whose text is U+FB01 and U+FB02 (a
+            ``ToUnicode`` map), as TeX-made manuals do (bzip2's, zlib's).
 
     Returns:
         ``path``.
@@ -42,7 +45,10 @@ def make_pdf(
     for page_lines in pages:
         if text_layer:
             ops = ["BT", "/F1 12 Tf", "14 TL", f"{word_spacing} Tw", "72 720 Td"]
-            ops += [f"({_pdf_text(line)}) Tj T*" for line in page_lines]
+            set_lines = [_pdf_text(line) for line in page_lines]
+            if ligatures:
+                set_lines = [line.replace("fi", "\\001").replace("fl", "\\002") for line in set_lines]
+            ops += [f"({line}) Tj T*" for line in set_lines]
             ops.append("ET")
         else:
             ops = [f"{72 + 20 * i} {700 - 20 * i} 100 10 re f" for i in range(len(page_lines))]
@@ -61,6 +67,10 @@ def make_pdf(
     body[0] = b"<< /Type /Catalog /Pages 2 0 R >>"
     body[1] = b"<< /Type /Pages /Kids [" + b" ".join(b"%d 0 R" % p for p in page_ids) + b"] /Count %d >>" % len(page_ids)
     body[3] = b"<< /Title (" + _pdf_text(title or "").encode("latin-1") + b") /Producer (flux-chroma tests) >>"
+    if ligatures:
+        cmap = b"/CIDInit /ProcSet findresource begin 12 dict begin begincmap /CMapName /Ligatures def 1 begincodespacerange <00> <FF> endcodespacerange 2 beginbfchar <01> <FB01> <02> <FB02> endbfchar endcmap CMapName currentdict /CMap defineresource pop end end"
+        body.append(b"<< /Length %d >>\nstream\n" % len(cmap) + cmap + b"\nendstream")
+        body[2] = body[2][:-2] + b"/ToUnicode %d 0 R >>" % len(body)
     if locked:
         body.append(b"<< /Filter /Standard /V 1 /R 2 /O <" + b"11" * 32 + b"> /U <" + b"22" * 32 + b"> /P -4 >>")
     out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")

@@ -151,6 +151,14 @@ def test_pdf_running_headers_and_page_numbers_are_dropped(tmp_path: Path) -> Non
     assert doc.text.count("See also:") == 3 and all(f"Step {n}: check the seal." in doc.text for n in range(1, 6))
 
 
+def test_pdf_ligatures_become_letters(tmp_path: Path) -> None:
+    """TeX-made manuals (bzip2's, zlib's, fontconfig's: 500 words under /usr/share/doc) set "fi"
+    and "fl" as one glyph; pdfminer gave "ﬁle", which a search for "file" did not match."""
+    pdf = make_pdf(tmp_path / "manual.pdf", [["The compressed file flows in blocks."]], ligatures=True)
+    doc = read_file(str(pdf), "manual.pdf")
+    assert isinstance(doc, Converted) and "The compressed file flows in blocks." in doc.text
+
+
 def test_the_documents_extra_converts_offline(tmp_path: Path) -> None:
     """PDF, DOCX and PPTX convert in a process that has no network at all (a new network namespace)."""
     folder = make_corpus(tmp_path / "docs")
