@@ -22,14 +22,15 @@ def _pdf_text(text: str) -> str:
 
 
 def make_pdf(
-    path: Path, pages: list[list[str]], *, title: str | None = None, text_layer: bool = True, locked: bool = False, word_spacing: int = 0,
+    path: Path, pages: list[list[str | tuple[float, float, str]]], *, title: str | None = None, text_layer: bool = True, locked: bool = False, word_spacing: int = 0,
     ligatures: bool = False,
 ) -> Path:
     """Write a PDF with one page per entry of ``pages`` (each a list of lines).
 
     Args:
         path: Where to write it.
-        pages: Lines of text per page.
+        pages: Lines of text per page; an ``(x, y, text)`` item is set at that point (in
+            points from the bottom left) and the lines after it follow from there.
         title: The document information dictionary's ``/Title``.
         text_layer: False draws rectangles instead of text (a scan-like page without text).
         locked: Adds a standard security handler whose user password is unknown.
@@ -45,10 +46,12 @@ def make_pdf(
     for page_lines in pages:
         if text_layer:
             ops = ["BT", "/F1 12 Tf", "14 TL", f"{word_spacing} Tw", "72 720 Td"]
-            set_lines = [_pdf_text(line) for line in page_lines]
-            if ligatures:
-                set_lines = [line.replace("fi", "\\001").replace("fl", "\\002") for line in set_lines]
-            ops += [f"({line}) Tj T*" for line in set_lines]
+            for item in page_lines:
+                x, y, line = item if isinstance(item, tuple) else (None, None, item)
+                text = _pdf_text(line)
+                if ligatures:
+                    text = text.replace("fi", "\\001").replace("fl", "\\002")
+                ops.append(f"({text}) Tj T*" if x is None else f"1 0 0 1 {x} {y} Tm ({text}) Tj T*")
             ops.append("ET")
         else:
             ops = [f"{72 + 20 * i} {700 - 20 * i} 100 10 re f" for i in range(len(page_lines))]

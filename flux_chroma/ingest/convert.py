@@ -418,12 +418,18 @@ def _document_text(data: bytes, fmt: str) -> tuple[str, str | None, str]:
     A PDF's text is pdfminer's, pages separated by form feeds: not markitdown's PDF converter,
     which since 0.1.4 lays out a page as a Markdown table when its words sit in columns, as
     justified prose does (61% of libtasn1's 127,000-character manual became one- or two-word
-    cells), and then joins the pages without their separators.
+    cells), and then joins the pages without their separators. A page's text boxes are read
+    top to bottom, left to right (``boxes_flow=None``): pdfminer's default grouping breaks
+    ties between equally distant boxes by their ``id()``, so a code listing's boxes came out
+    in another order from one conversion to the next (zlib's ``crc-doc.1.0.pdf.gz``), and the
+    batch that re-read the file found it "changed since planned".
     """
     if fmt == "pdf":
         from pdfminer.high_level import extract_text
+        from pdfminer.layout import LAParams
 
-        return extract_text(io.BytesIO(data)), None, f"pdfminer.six {_version('pdfminer.six')}"
+        text = extract_text(io.BytesIO(data), laparams=LAParams(boxes_flow=None))
+        return text, None, f"pdfminer.six {_version('pdfminer.six')}"
     from markitdown import StreamInfo
 
     result = _markitdown().convert_stream(io.BytesIO(data), stream_info=StreamInfo(extension=f".{fmt}"))
