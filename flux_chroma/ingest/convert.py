@@ -81,6 +81,7 @@ _INFO_LEVELS = {"*": "#", "=": "##", "-": "###", ".": "####"}
 _EDGE_LINES = 2  # lines at each edge of a PDF page that may be a running header, footer or page number
 _FURNITURE_PAGES = 3  # consecutive pages with a line at the same edge that make it furniture
 _LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl", "\ufb05": "st", "\ufb06": "st"})
+_LEADER = re.compile(r"[ \t]*(?:\.[ \t]?){5,}[ \t]*(?:\d{1,4}|(?i:[ivxlc]{1,8}))?[ \t]*(?=[\n\f]|\Z)")  # " . . . . 12"
 _PAGE_NUMBER = re.compile(r"(?i:page )?\d{1,4}(?: ?(?:/|of) ?\d{1,4})?|[ivxlc]{1,6}")  # 12, Page 3 of 9, xiv
 _MAN_SUFFIX = re.compile(r"\.[1-9][a-z]{0,8}$")  # a man page's section: ls.1, CA.pl.1ssl, Carp.3perl
 _ROFF = re.compile(rb"^(?:\.(?:TH|Dd|so)\s|\.\\\"|'\\\")", re.MULTILINE)  # .TH (man), .Dd (mdoc), .so, comments
@@ -483,8 +484,10 @@ def _document(data: bytes, fmt: str) -> tuple[str, str | None, tuple[int, ...], 
     except Exception as exc:  # noqa: BLE001 - the converters and their parsers raise many types; each is a skip
         raise _Skip(f"{fmt.upper()} conversion failed ({type(exc).__name__}: {str(exc).strip()[:200]})") from None
     pages: tuple[int, ...] = ()
-    if fmt == "pdf":  # typeset ligatures as letters: "ﬁle" matched neither "file" nor the model's vocabulary
-        text = text.translate(_LIGATURES)
+    if fmt == "pdf":  # typeset ligatures as letters: "ﬁle" matched neither "file" nor the model's vocabulary;
+        # a contents or index line's dot leader and page number go: 14% of the chunks of the seven PDFs
+        # under /usr/share/doc were more than 30% dots (bzip2's 28%, nettle's 30%)
+        text = _LEADER.sub("", text.translate(_LIGATURES))
     if fmt == "pdf" and "\f" in text:  # pdfminer separates pages with form feeds: keep offsets, drop the character
         parts = _without_furniture(text.split("\f"))
         if len(parts) > 1 and not parts[-1].strip():
