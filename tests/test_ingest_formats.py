@@ -358,6 +358,51 @@ def _info_manual(nodes: list[tuple[str, str]]) -> bytes:
     return (out + "\n\x1f\nTag Table:\nNode: Top\x7f100\n\x1f\nEnd Tag Table\n").encode()
 
 
+RST = """\
+==========
+User Guide
+==========
+
+.. note:: Sphinx's own directives stay as they are.
+
+Running pumps
+=============
+
+Prime the pump with ``pumpctl prime``; see :ref:`priming`.
+
+Offline use
+-----------
+
+=====  =====
+flag   means
+=====  =====
+-n     dry run
+=====  =====
+
+Short underline
+-----
+
+Stopping
+========
+
+Press stop.
+"""
+
+
+def test_restructuredtext_section_titles_are_headings(tmp_path: Path) -> None:
+    """pip's, setuptools' and CPython's docs under /usr/share/doc (93 files, 471 titles): a title
+    is underlined, maybe overlined, and each style is a level in the order of first use."""
+    (tmp_path / "guide.rst.gz").write_bytes(gzip.compress(RST.encode()))
+    doc = read_file(str(tmp_path / "guide.rst.gz"), "guide.rst.gz")
+    assert isinstance(doc, Converted) and (doc.format, doc.title) == ("rst", "User Guide")
+    assert heading_paths(doc.text)[1] == [
+        "User Guide", "User Guide > Running pumps", "User Guide > Running pumps > Offline use", "User Guide > Running pumps > Short underline", "User Guide > Stopping",
+    ]  # fmt: skip
+    assert "=====  =====\nflag   means\n" in doc.text and ".. note::" in doc.text  # a simple table is no title
+    chunks = [c for _, c in iter_chunks(IngestJob.from_dict(job_for("acme", tmp_path)))]
+    assert [c.metadata.get("fc_heading") for c in chunks] == ["User Guide"] and chunks[0].metadata["fc_title"] == "User Guide"
+
+
 def test_a_gnu_info_manual_is_its_nodes_text_with_headings(tmp_path: Path) -> None:
     """/usr/share/info: Texinfo's NUL-marked index nodes made 5 of 24 manuals look binary."""
     about = " ".join(["This manual documents the pump."] * 32)  # a chunk of its own

@@ -57,7 +57,7 @@ PLAIN_NAMES = (
 or a variant after ``-`` or ``_`` (``LICENSE-MIT``, ``ChangeLog-2013.gz``, ``README_MISSING_SYSCALL_OR_IOCTL``)."""
 
 _FORMATS = {
-    ".md": "md", ".markdown": "md", ".txt": "txt", ".text": "txt", ".rst": "txt", ".html": "html",
+    ".md": "md", ".markdown": "md", ".txt": "txt", ".text": "txt", ".rst": "rst", ".html": "html",
     ".htm": "html", ".xhtml": "html", ".info": "info", ".pdf": "pdf", ".docx": "docx", ".pptx": "pptx",
 }  # fmt: skip
 _DOCUMENTS = ("pdf", "docx", "pptx")
@@ -77,6 +77,9 @@ _INFO_INDEX = b"\x00\x08[index\x00\x08]"
 _INFO_MARKER = re.compile(rb"\x00\x08\[[^\x00]{0,4096}\x00\x08\]")  # Texinfo's index and image markers
 _INFO_NODE = re.compile(r"\A\n?File: [^\n]*?Node: ?([^,\n]*)[^\n]*\n")
 _INFO_TITLE = re.compile(r"^([^\n]*\S)[ \t]*\n(([*=.-])\3+)[ \t]*$", re.MULTILINE)  # a title, its underline, its character
+_RST_TITLE = re.compile(  # reStructuredText: a blank line, an optional overline, the title, its underline
+    r"(?:\A|(?<=\n\n))(?:([!-/:-@\[-`{-~])\1{2,}[ \t]*\n)?([^\n]*\S)[ \t]*\n(([!-/:-@\[-`{-~])\4{2,})[ \t]*(?=\n|\Z)"
+)
 _INFO_LEVELS = {"*": "#", "=": "##", "-": "###", ".": "####"}
 _EDGE_LINES = 2  # lines at each edge of a PDF page that may be a running header, footer or page number
 _FURNITURE_PAGES = 3  # consecutive pages with a line at the same edge that make it furniture
@@ -278,6 +281,31 @@ def _info(data: bytes, encoding: str) -> tuple[str, str, str | None]:
             title = body.split("\n", 1)[0][2:]
         parts.append(body)
     return "\n\n".join(parts), "+".join(filter(None, (decoded, "info"))), title
+
+
+def _rst(text: str) -> tuple[str, str | None]:
+    """reStructuredText's section titles as Markdown headings: ``(text, first title)``.
+
+    A title is underlined (and maybe overlined) with one punctuation character repeated, as
+    long as the title or at least 4 times; each style (character, with or without an overline) is a level
+    in the order the document first uses it, as docutils decides. The rest stays as it is:
+    Sphinx's directives and roles (``.. code-block::``, ``:ref:``) are no docutils parse error.
+    """
+    levels: dict[tuple[str, bool], int] = {}
+    titles: list[str] = []
+
+    def heading(match: re.Match[str]) -> str:
+        over, title, underline, char = match.groups()
+        inset = title != title.lstrip()
+        short = len(underline) < min(len(title.strip()), 4)  # docutils: a warning from 4 characters, else text
+        if (over and over != char) or short or (inset and not over) or title.lstrip().startswith(".. "):
+            return match.group(0)
+        level = levels.setdefault((char, bool(over)), min(len(levels) + 1, 6))
+        titles.append(title.strip())
+        return f"{'#' * level} {title.strip()}"
+
+    text = _RST_TITLE.sub(heading, text)
+    return text, titles[0] if titles else None
 
 
 @cache
@@ -513,9 +541,9 @@ def _document(data: bytes, fmt: str) -> tuple[str, str | None, tuple[int, ...], 
 def _convert(data: bytes, fmt: str, encoding: str) -> Converted:
     if fmt == "man" and not _ROFF.search(data, 0, 4096):
         fmt = "txt"  # a numbered file that is no man page: changelog.1
-    if fmt in ("md", "txt"):
+    if fmt in ("md", "txt", "rst"):
         text, converter = _decode(data, encoding)
-        text, title = _front_matter(text) if fmt == "md" else (text, None)
+        text, title = _front_matter(text) if fmt == "md" else _rst(text) if fmt == "rst" else (text, None)
         return Converted(_check_prose(text), fmt, converter, title)
     if fmt in ("info", "man"):
         text, converter, title = (_info if fmt == "info" else _man)(data, encoding)

@@ -31,7 +31,7 @@ FALLBACK_CHARS_PER_TOKEN = 2
 --ratio``, 1,883 chunks of /usr/share/doc): median 3.47 per all-MiniLM-L6-v2 token, 1st
 percentile 1.90, least 1.11; about 1% of chunks can still exceed the model."""
 
-MARKDOWN_FORMATS = frozenset({"md", "markdown", "html", "htm", "xhtml", "info", "man", "pdf", "docx", "pptx", "xlsx", "epub"})
+MARKDOWN_FORMATS = frozenset({"md", "markdown", "rst", "html", "htm", "xhtml", "info", "man", "pdf", "docx", "pptx", "xlsx", "epub"})
 """Formats split as Markdown (``fc_format``, last part: ``gz+md`` is ``md``); others as text."""
 
 MAX_HEADING = 300
