@@ -287,9 +287,10 @@ def _rst(text: str) -> tuple[str, str | None]:
     """reStructuredText's section titles as Markdown headings: ``(text, first title)``.
 
     A title is underlined (and maybe overlined) with one punctuation character repeated, as
-    long as the title or at least 4 times; each style (character, with or without an overline) is a level
-    in the order the document first uses it, as docutils decides. The rest stays as it is:
-    Sphinx's directives and roles (``.. code-block::``, ``:ref:``) are no docutils parse error.
+    long as the title or at least 4 times; each style (character, with or without an
+    overline) is a level in the order the document first uses it, as docutils decides. The
+    rest stays as it is: Sphinx's directives and roles (``.. code-block::``, ``:ref:``) stay
+    text, where docutils, which does not know them, would report errors.
     """
     levels: dict[tuple[str, bool], int] = {}
     titles: list[str] = []
