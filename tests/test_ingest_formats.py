@@ -194,6 +194,17 @@ def test_pdf_dot_leaders_and_their_page_numbers_are_dropped(tmp_path: Path) -> N
     ]  # fmt: skip
 
 
+def test_pdf_chunks_have_no_heading_path_from_lines_that_look_like_markdown(tmp_path: Path) -> None:
+    """pdfminer's text has no headings, but it is split as Markdown: a line above a lone "=" (an
+    equation in zlib's crc-doc) or a listing's "# comment" (valgrind's manual) was taken for a
+    title and became the heading path of the chunks after it."""
+    make_pdf(tmp_path / "manual.pdf", [["The sum of the two terms", "=", "x plus y, as shown.", "", "# make install", "Then run the tests."]])
+    doc = read_file(str(tmp_path / "manual.pdf"), "manual.pdf")
+    assert isinstance(doc, Converted) and heading_paths(doc.text)[1]  # Markdown would see headings
+    chunks = [c for _, c in iter_chunks(IngestJob.from_dict(job_for("acme", tmp_path)))]
+    assert chunks and [c.metadata.get("fc_heading") for c in chunks] == [None] * len(chunks)
+
+
 def test_the_documents_extra_converts_offline(tmp_path: Path) -> None:
     """PDF, DOCX and PPTX convert in a process that has no network at all (a new network namespace)."""
     folder = make_corpus(tmp_path / "docs")

@@ -24,7 +24,7 @@ from flux_chroma.errors import ConfigurationError
 from flux_chroma.ingest.chunking import ChunkingOptions, split_spans, splitter_version
 from flux_chroma.ingest.tokens import ModelTokens, tokens_for_spec
 
-__all__ = ["Piece", "Chunker", "chunker_for", "heading_paths", "is_markdown", "splitter_version", "FALLBACK_CHARS_PER_TOKEN", "MARKDOWN_FORMATS", "STUB_WORDS"]
+__all__ = ["Piece", "Chunker", "chunker_for", "heading_paths", "is_markdown", "splitter_version", "FALLBACK_CHARS_PER_TOKEN", "MARKDOWN_FORMATS", "STUB_WORDS", "UNTITLED_FORMATS"]
 
 FALLBACK_CHARS_PER_TOKEN = 2
 """Characters per token when a model declares no tokenizer. Measured (``python -m bench.chunking
@@ -33,6 +33,11 @@ percentile 1.90, least 1.11; about 1% of chunks can still exceed the model."""
 
 MARKDOWN_FORMATS = frozenset({"md", "markdown", "rst", "html", "htm", "xhtml", "info", "man", "pdf", "docx", "pptx", "xlsx", "epub"})
 """Formats split as Markdown (``fc_format``, last part: ``gz+md`` is ``md``); others as text."""
+
+UNTITLED_FORMATS = frozenset({"pdf"})
+"""Formats split as Markdown whose text has no headings (pdfminer's): a line above a lone ``=``
+in an equation, or a listing's ``# comment`` line, is no title (1,503 of the 2,360 chunks of
+five PDFs under /usr/share/doc carried such a heading path, valgrind's 1,404 of 1,592)."""
 
 MAX_HEADING = 300
 """Longest stored heading path (characters; longer ones keep their last part)."""
