@@ -517,13 +517,13 @@ def _document(data: bytes, fmt: str) -> tuple[str, str | None, tuple[int, ...], 
         # a contents or index line's dot leader and page number go: 14% of the chunks of the seven PDFs
         # under /usr/share/doc were more than 30% dots (bzip2's 28%, nettle's 30%)
         text = _LEADER.sub("", text.translate(_LIGATURES))
-    if fmt == "pdf" and "\f" in text:  # pdfminer separates pages with form feeds: keep offsets, drop the character
-        parts = _without_furniture(text.split("\f"))
-        if len(parts) > 1 and not parts[-1].strip():
-            last = parts.pop()
-            parts[-1] += "\n" + last
-        pages = tuple(itertools.accumulate((len(part) + 1 for part in parts[:-1]), initial=0))
-        text = "\n".join(parts)
+        if "\f" in text:  # pdfminer separates pages with form feeds: keep offsets, drop the character
+            parts = _without_furniture(text.split("\f"))
+            if len(parts) > 1 and not parts[-1].strip():
+                last = parts.pop()
+                parts[-1] += "\n" + last
+            pages = tuple(itertools.accumulate((len(part) + 1 for part in parts[:-1]), initial=0))
+            text = "\n".join(parts)
     if fmt == "pptx":  # markitdown marks slides with comments: slide offsets are the pages
         parts = _SLIDE.split(text)
         text, starts = "", []

@@ -31,7 +31,7 @@ from flux_chroma.ingest.sources import (
     source_location,
 )
 from flux_chroma.ingest.spec import IngestJob, digest_of
-from flux_chroma.ingest.splitter import UNTITLED_FORMATS, Chunker, chunker_for, is_markdown
+from flux_chroma.ingest.splitter import Chunker, chunker_for, has_headings, is_markdown
 from flux_chroma.tasks.validation import Document, doc_key_of
 
 __all__ = ["Chunk", "chunks_of", "build_plan", "submitted_plans", "take_plan", "read_batch", "iter_chunks", "live_chunks", "LiveSet", "key64", "MAX_REPORTED_DUPLICATES", "MAX_REPORTED_SKIPS"]
@@ -67,7 +67,7 @@ def chunks_of(unit: Unit, job: IngestJob, chunker: Chunker | None = None) -> lis
 
     Each chunk's metadata is the document's plus ``fc_start``/``fc_end`` (its character
     offsets in ``unit.text``), ``fc_heading`` (the Markdown heading path, when there is one
-    and the format has headings: not :data:`~flux_chroma.ingest.splitter.UNTITLED_FORMATS`)
+    and the format has headings: :func:`~flux_chroma.ingest.splitter.has_headings`)
     and ``fc_page`` (1-based, when the unit has ``page_starts``). Pass ``chunker`` (the job's,
     from :func:`~flux_chroma.ingest.splitter.chunker_for`) when cutting many documents:
     resolving it costs a file stat.
@@ -75,7 +75,7 @@ def chunks_of(unit: Unit, job: IngestJob, chunker: Chunker | None = None) -> lis
     chunker = chunker or chunker_for(job.chunking, job.embedding_function)
     key = doc_key_of(unit.doc_id)
     pages = unit.page_starts
-    titled = unit.metadata.get("fc_format") not in UNTITLED_FORMATS
+    titled = has_headings(unit.metadata)
     out = []
     for i, piece in enumerate(chunker.pieces(unit.text, is_markdown(unit.metadata))):
         meta = {**unit.metadata, "fc_start": piece.start, "fc_end": piece.end}

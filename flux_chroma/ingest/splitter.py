@@ -24,7 +24,7 @@ from flux_chroma.errors import ConfigurationError
 from flux_chroma.ingest.chunking import ChunkingOptions, split_spans, splitter_version
 from flux_chroma.ingest.tokens import ModelTokens, tokens_for_spec
 
-__all__ = ["Piece", "Chunker", "chunker_for", "heading_paths", "is_markdown", "splitter_version", "FALLBACK_CHARS_PER_TOKEN", "MARKDOWN_FORMATS", "STUB_WORDS", "UNTITLED_FORMATS"]
+__all__ = ["Piece", "Chunker", "chunker_for", "has_headings", "heading_paths", "is_markdown", "splitter_version", "FALLBACK_CHARS_PER_TOKEN", "MARKDOWN_FORMATS", "STUB_WORDS", "UNTITLED_FORMATS"]
 
 FALLBACK_CHARS_PER_TOKEN = 2
 """Characters per token when a model declares no tokenizer. Measured (``python -m bench.chunking
@@ -71,13 +71,23 @@ class Piece:
     heading: str = ""
 
 
-def is_markdown(metadata: dict[str, Any]) -> bool:
-    """Whether a document is split as Markdown: its ``fc_format``, else its path's suffix."""
+def _format(metadata: dict[str, Any]) -> str:
+    """A document's format: its ``fc_format`` (last part: ``gz+md`` is ``md``), else its path's suffix."""
     fmt = metadata.get("fc_format")
     if not isinstance(fmt, str):
         path = metadata.get("path")
         fmt = path.rsplit(".", 1)[-1] if isinstance(path, str) and "." in path.rsplit("/", 1)[-1] else ""
-    return fmt.rsplit("+", 1)[-1].lower() in MARKDOWN_FORMATS
+    return fmt.rsplit("+", 1)[-1].lower()
+
+
+def is_markdown(metadata: dict[str, Any]) -> bool:
+    """Whether a document is split as Markdown: its ``fc_format``, else its path's suffix."""
+    return _format(metadata) in MARKDOWN_FORMATS
+
+
+def has_headings(metadata: dict[str, Any]) -> bool:
+    """Whether a document's Markdown headings are titles (not :data:`UNTITLED_FORMATS`)."""
+    return _format(metadata) not in UNTITLED_FORMATS
 
 
 def heading_paths(text: str) -> tuple[list[int], list[str]]:
