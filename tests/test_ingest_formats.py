@@ -477,6 +477,23 @@ def test_a_man_page_is_its_text_as_man_shows_it(tmp_path: Path) -> None:
     assert "rendering it needs groff" in done.stdout, done.stderr  # a machine without groff
 
 
+def test_an_html_redirect_page_is_a_document_without_chunks(tmp_path: Path) -> None:
+    """The Rust docs under ~/.rustup: 15,626 pages (22 of the book's 462) only redirect, and
+    "Redirecting to... ch19-02-refutability.html." came second for "refutability"."""
+    (tmp_path / "ch18-02-refutability.html").write_text(
+        '<html><head><title>Redirecting...</title><meta http-equiv="refresh" content="0; URL=ch19-02-refutability.html">'
+        '</head><body><p>Redirecting to... <a href="ch19-02-refutability.html">ch19-02-refutability.html</a>.</p></body></html>'
+    )
+    (tmp_path / "macro.old.html.gz").write_bytes(gzip.compress(b"<meta content='0;url=macro.new.html' HTTP-EQUIV=Refresh><p>Redirecting</p>"))
+    (tmp_path / "ch19-02-refutability.html").write_text(f"<html><head><title>Refutability</title></head><body><h2>Refutability</h2><p>{'Patterns come in two forms. ' * 3}</p></body></html>")
+    (tmp_path / "status.html").write_text(f"<meta http-equiv=\"refresh\" content=\"60; url=status.html\"><p>{'The pumps of station 4 run. ' * 40}</p>")
+    assert read_file(str(tmp_path / "macro.old.html.gz"), "macro.old.html.gz") == Converted("", "html", "gzip+html redirect")
+    plan = build_plan(job_for("acme", tmp_path))  # no skip: a redirect is like a link
+    assert (plan["docs"], plan["skipped_file_count"]) == (4, 0)
+    chunks = [c for _, c in iter_chunks(IngestJob.from_dict(job_for("acme", tmp_path)))]
+    assert {c.metadata["path"] for c in chunks} == {"ch19-02-refutability.html", "status.html"}  # a long page keeps its text
+
+
 def test_a_file_rewritten_while_it_is_read_is_skipped(tmp_path: Path) -> None:
     target = tmp_path / "live.txt"
     target.write_bytes(b"word " * (8 * 1024 * 1024))  # 40 MiB: reading it takes a while

@@ -66,6 +66,8 @@ _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")  # content, whatever their clas
 _IN_PAGE = re.compile("^#")  # a link to an anchor of its own page
 _GLYPH = re.compile(r"[^\w\s]")  # one symbol: a permalink's ¶ (Sphinx), § (rustdoc), # (Node.js)
 _NAV_CLASS = re.compile(r"(^|[-_\s])nav|^(header|footer)$", re.IGNORECASE)  # texinfo: nav-panel, header
+_REDIRECT = re.compile(rb"<meta\b(?=[^>]*http-equiv\s*=\s*[\"']?refresh)(?=[^>]*\burl\s*=)[^>]*>", re.IGNORECASE)
+_REDIRECT_TEXT = 1000  # characters: a page this short with a refresh to a URL is a redirect (rustdoc's: under 200)
 _LONG_RUN = re.compile(rf"\S{{{MAX_RUN + 1}}}")
 _MIB = 1024 * 1024
 _FRONT_MATTER = re.compile(r"\A(---|\+\+\+)[ \t]*\r?\n(.{0,8192}?)\r?\n\1[ \t]*(?:\r?\n|\Z)", re.DOTALL)
@@ -553,6 +555,8 @@ def _convert(data: bytes, fmt: str, encoding: str) -> Converted:
         if b"\x00" in data[:65536] and _bom_encoding(data) is None:  # BeautifulSoup reads the mark
             raise _Skip("binary (NUL bytes in an HTML file)")
         text, title = _html(data)
+        if len(text) < _REDIRECT_TEXT and _REDIRECT.search(data, 0, 65536):  # like a link: its text is another page's
+            return Converted("", fmt, "html redirect")
         return Converted(_check_prose(text), fmt, f"bs4 {_version('beautifulsoup4')}/markdownify {_version('markdownify')}", title)
     text, title, pages, converter = _document(data, fmt)
     return Converted(_check_prose(text), fmt, converter, title, pages)
