@@ -45,6 +45,7 @@ WORD_WEIGHT = 1.0
 COMMON_FACTOR = 0.25  # weight share of a probe whose list came back full (a common term)
 MIN_CANDIDATES = 30  # per list, whatever k: with fewer, a small k made rare terms "common"
 NATURAL_DENSE_WEIGHT = 2.0  # dense weight when nothing holds the question word for word
+NATURAL_DENSE_K = 20  # and its rank constant when no identifier matched: one word no longer lifts a record to the top
 MAX_PHRASE = 300  # longest question (characters) still probed as a whole phrase
 SHINGLE = 5  # words per run when results are compared (:func:`distinct`)
 NEAR_COPY = 0.8  # share of a hit's word runs, in one stretch, already shown that makes it a copy
@@ -215,6 +216,7 @@ def fuse(
     *,
     full: Sequence[bool] | None = None,
     exact: Sequence[bool] | None = None,
+    named: bool = False,
 ) -> list[str]:
     """Rank ids by weighted reciprocal rank fusion; ties keep first appearance (dense first).
 
@@ -224,16 +226,22 @@ def fuse(
             :data:`COMMON_FACTOR` of its weight.
         exact: Per list, whether it holds the records containing the question (or a quoted
             part) word for word; those records come first.
+        named: Whether an identifier of the question matched records. When nothing holds
+            the question word for word, the dense list weighs :data:`NATURAL_DENSE_WEIGHT`,
+            and unless ``named`` its ranks count from :data:`NATURAL_DENSE_K`, not
+            :data:`RRF_K`: a word of the question held by a record lifts it a few places (the
+            dense list's 10th to 5th), no longer to the first place.
     """
     scores: dict[str, float] = {}
     promoted: set[str] = set()
     worded = exact is not None and not any(ids for (ids, _), e in zip(lists, exact, strict=True) if e)
     for index, (ids, weight) in enumerate(lists):
+        rank_k = RRF_K
         if index == 0 and worded:
-            weight *= NATURAL_DENSE_WEIGHT
+            weight, rank_k = weight * NATURAL_DENSE_WEIGHT, RRF_K if named else NATURAL_DENSE_K
         w = weight * (COMMON_FACTOR if full is not None and index > 0 and full[index] else 1.0)
         for rank, rid in enumerate(ids, start=1):
-            scores[rid] = scores.get(rid, 0.0) + w / (RRF_K + rank)
+            scores[rid] = scores.get(rid, 0.0) + w / (rank_k + rank)
         if exact is not None and exact[index]:
             promoted.update(ids)
     return sorted(scores, key=lambda rid: (rid not in promoted, -scores[rid]))  # a stable sort

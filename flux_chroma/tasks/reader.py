@@ -180,6 +180,7 @@ class _Search:
             [([h["id"] for h in hits], w) for hits, w in zip(lists, weights, strict=True)],
             full=[False] + [len(ids) >= n for ids in holding],
             exact=[False] + [p.exact for p in found],
+            named=any(p.kind == "identifier" and ids for p, ids in zip(found, holding, strict=True)),
         )
         return [by_id[rid] for rid in order], len(dense) >= n
 
