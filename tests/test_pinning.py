@@ -59,7 +59,7 @@ def test_mismatch_is_caught_before_embedding_and_writes_nothing(
 
 
 def test_a_new_collection_explores_search_ef_candidates_per_query(tenant: str, raw_client) -> None:  # type: ignore[no-untyped-def]
-    """Chroma's default (100) missed the nearest record for 9 of 426 questions of the Rust book."""
+    """Chroma's default (100) missed the nearest record for 4 of 200 Rust-book titles (docs/retrieval.md)."""
     assert _ingest(tenant, "toy8").has_succeeded
     hnsw = raw_client.get_collection(f"{tenant}__pinned", embedding_function=None).configuration["hnsw"]
     assert (hnsw["ef_search"], hnsw["space"]) == (SEARCH_EF, "l2") and SEARCH_EF > 100
