@@ -7,7 +7,7 @@ its top ``k`` with the exact top ``k`` (every stored vector against the question
 here). Per ``ef_search``: recall@k of the index against the exact answer, how many questions'
 nearest record it missed, and the query p50 (server only, no model)::
 
-    .venv/bin/python bench/index_recall.py -c book --tenant demo LABELS.jsonl --ef 100,400
+    .venv/bin/python -m bench.index_recall -c book --tenant demo LABELS.jsonl --ef 100,400
 
 The server comes from ``--url`` / ``FLUX_CHROMA_URL``. The scratch collections are deleted.
 """
@@ -18,13 +18,9 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 _BATCH = 1000
 _SAME = 1e-4  # distances this close are the same record's (or an identical copy's)
@@ -43,19 +39,19 @@ def _scratch(client: Any, name: str, ef_search: int, ids: list[str], vectors: An
 
 def measure(url: str, tenant: str, collection: str, questions: list[str], efs: list[int], k: int) -> list[dict[str, Any]]:
     """One row per ``ef_search`` in ``efs``: recall@k against exact search, nearest missed, p50 ms."""
-    import chromadb
     import numpy as np
 
     from flux_chroma import ChromaOptions
     from flux_chroma.chroma.collections import open_collection
+    from flux_chroma.chroma.connection import get_client
 
-    resolved = open_collection(ChromaOptions(tenant=tenant, url=url).target(collection), create=False)
+    target = ChromaOptions(tenant=tenant, url=url).target(collection)
+    resolved = open_collection(target, create=False)
     stored = resolved.collection.get(include=["embeddings"], limit=10_000_000)
     vectors = np.asarray(stored["embeddings"], dtype=np.float32)
     asked = np.asarray(resolved.ef(questions), dtype=np.float32)
     exact = [np.sort(((vectors - q) ** 2).sum(axis=1))[:k] for q in asked]
-    where = urlsplit(url)
-    client = chromadb.HttpClient(host=where.hostname or "localhost", port=where.port or 8000, ssl=where.scheme == "https")
+    client = get_client(target.settings)  # the scratch collections: same server, Chroma's default database
     rows = []
     for ef_search in efs:
         name = f"fc-index-recall-ef{ef_search}"

@@ -66,7 +66,7 @@ _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")  # content, whatever their clas
 _IN_PAGE = re.compile("^#")  # a link to an anchor of its own page
 _GLYPH = re.compile(r"[^\w\s]")  # one symbol: a permalink's ¶ (Sphinx), § (rustdoc), # (Node.js)
 _NAV_CLASS = re.compile(r"(^|[-_\s])nav|^(header|footer)$", re.IGNORECASE)  # texinfo: nav-panel, header
-_REDIRECT = re.compile(rb"<meta\b(?=[^>]*http-equiv\s*=\s*[\"']?refresh)(?=[^>]*\burl\s*=)[^>]*>", re.IGNORECASE)
+_REFRESH: dict[str, Any] = {"http-equiv": re.compile(r"^\s*refresh\s*$", re.IGNORECASE), "content": re.compile(r"\burl\s*=", re.IGNORECASE)}
 _REDIRECT_TEXT = 1000  # characters: a page this short with a refresh to a URL is a redirect (rustdoc's: under 200)
 _LONG_RUN = re.compile(rf"\S{{{MAX_RUN + 1}}}")
 _MIB = 1024 * 1024
@@ -369,12 +369,15 @@ def _version(dist: str) -> str:
         return "?"
 
 
-def _html(data: bytes) -> tuple[str, str | None]:
+def _html(data: bytes) -> tuple[str, str | None, bool]:
+    """``(Markdown, title, whether the page is a redirect)``: a ``<meta http-equiv="refresh">``
+    to a URL and under :data:`_REDIRECT_TEXT` characters of text of its own."""
     from bs4 import BeautifulSoup, Tag
     from markdownify import MarkdownConverter
 
     soup = BeautifulSoup(data, "html.parser")
     title = soup.title.get_text(" ", strip=True) if soup.title else None
+    refresh = soup.find("meta", attrs=_REFRESH) is not None
     for tag in soup.find_all(_DROP_TAGS):
         tag.decompose()
     navigation = [
@@ -393,7 +396,7 @@ def _html(data: bytes) -> tuple[str, str | None]:
     text = MarkdownConverter(heading_style="ATX", strip=["a", "img"], bullets="-", escape_underscores=False).convert_soup(main)
     text = re.sub(r"\n{3,}", "\n\n", re.sub(r"[ \t]+\n", "\n", text)).strip()
     text = re.sub(r"\A(?:-{3,}\s*)+", "", text)  # a rule left where the navigation was
-    return text, title or None
+    return text, title or None, refresh and len(text) < _REDIRECT_TEXT
 
 
 def _office_title(data: bytes, what: str) -> str | None:
@@ -554,8 +557,8 @@ def _convert(data: bytes, fmt: str, encoding: str) -> Converted:
     if fmt == "html":
         if b"\x00" in data[:65536] and _bom_encoding(data) is None:  # BeautifulSoup reads the mark
             raise _Skip("binary (NUL bytes in an HTML file)")
-        text, title = _html(data)
-        if len(text) < _REDIRECT_TEXT and _REDIRECT.search(data, 0, 65536):  # like a link: its text is another page's
+        text, title, redirect = _html(data)
+        if redirect:  # like a link: its text is another page's
             return Converted("", fmt, "html redirect")
         return Converted(_check_prose(text), fmt, f"bs4 {_version('beautifulsoup4')}/markdownify {_version('markdownify')}", title)
     text, title, pages, converter = _document(data, fmt)
